@@ -1,0 +1,81 @@
+"""The signal catalog: built-in definitions shipped in the package plus a team's own.
+
+Why: signals are data (a small YAML definition with a Jinja2 PromQL template), so a platform
+team adds one in ``templates/`` without forking rulegen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rulegen.catalog.definition import SignalDef
+from rulegen.errors import Diagnostic, SpecError
+from rulegen.spec.loader import LoadError, load_file, load_text
+from rulegen.spec.locate import pydantic_diagnostics
+
+FAMILIES = ("node", "vllm", "dcgm", "grpc", "smartctl", "weights")
+
+__all__ = ["FAMILIES", "Catalog", "SignalDef", "load_catalog"]
+
+
+@dataclass(frozen=True, eq=False)
+class Catalog:
+    """Every known signal by name."""
+
+    signals: Mapping[str, SignalDef]
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """Exporter families a spec's ``selectors:`` may name."""
+        extra = sorted({s.family for s in self.signals.values()} - set(FAMILIES))
+        return (*FAMILIES, *extra)
+
+
+def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
+    """Load built-in signals, then every ``*.yaml``/``*.yml`` of ``extra_dirs``."""
+    signals: dict[str, SignalDef] = {}
+    diagnostics: list[Diagnostic] = []
+    builtin = resources.files("rulegen.catalog").joinpath("signals")
+    for entry in sorted(builtin.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            _add(signals, diagnostics, entry.read_text("utf-8"), f"<builtin>/{entry.name}", None)
+    for folder in extra_dirs:
+        for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+            _add(signals, diagnostics, None, str(path), path)
+    if diagnostics:
+        raise SpecError(diagnostics)
+    return Catalog(signals)
+
+
+def _add(
+    signals: dict[str, SignalDef],
+    diagnostics: list[Diagnostic],
+    text: str | None,
+    display: str,
+    path: Path | None,
+) -> None:
+    try:
+        doc = load_file(path, display) if path is not None else load_text(text or "", display)
+    except LoadError as exc:
+        diagnostics.append(exc.diagnostic)
+        return
+    if not isinstance(doc.data, dict):
+        diagnostics.append(doc.positions.diag((), "a signal definition must be a mapping"))
+        return
+    try:
+        signal = SignalDef.model_validate({**doc.data, "source": display})
+    except ValidationError as exc:
+        diagnostics.extend(pydantic_diagnostics(exc, doc.positions, doc.data))
+        return
+    if signal.signal in signals or signal.signal == "custom":
+        where = signals[signal.signal].source if signal.signal in signals else "built-in"
+        diagnostics.append(
+            doc.positions.diag(("signal",), f"signal {signal.signal!r} is already defined ({where})")
+        )
+        return
+    signals[signal.signal] = signal

@@ -1,0 +1,135 @@
+"""The format of a signal definition: what a catalog YAML file may contain.
+
+Why: built-in and user signals (``templates/``) are validated by the same models, so a team's
+own signal gets the same checks, error positions and generated tests as a built-in one.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Unit = Literal["duration", "percent", "number", "bandwidth"]
+ParamType = Literal["metric", "regex", "number", "percent", "duration", "bandwidth", "buckets"]
+Settle = Literal["instant", "ratio", "window"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ThresholdDef(_Strict):
+    """The threshold's unit, the comparison and the range a spec value must fall in."""
+
+    unit: Unit
+    op: Literal[">", "<"]
+    min: Decimal | None = None
+    max: Decimal | None = None
+
+
+class Defaults(_Strict):
+    """Values an alert of this signal gets when the spec leaves them out."""
+
+    window: str | None
+    for_: str = Field(alias="for")
+
+
+class ParamDef(_Strict):
+    """A signal-specific spec key (``metric:``, ``quantile:``, ``link_speed:``)."""
+
+    type: ParamType
+    default: Any = None
+    min: Decimal | None = None
+    max: Decimal | None = None
+    about: str = ""
+
+
+class SeriesDef(_Strict):
+    """One synthetic input series; exactly one of rate (per second), inc (per sample), value."""
+
+    name: str
+    labels: dict[str, str] = {}
+    rate: str | None = None
+    inc: str | None = None
+    value: str | None = None
+    when: str | None = None
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> SeriesDef:
+        if sum(x is not None for x in (self.rate, self.inc, self.value)) != 1:
+            raise ValueError("a series needs exactly one of rate, inc or value")
+        return self
+
+
+class HistogramDef(_Strict):
+    """A synthetic histogram: observations per sample, placed by the test generator."""
+
+    metric: str
+    per_step: str
+
+
+class ScenarioDef(_Strict):
+    """A neutral case: series that must never make the alert fire."""
+
+    name: str
+    labels: dict[str, str] = {}
+    series: list[SeriesDef] = []
+    histogram: HistogramDef | None = None
+    when: str | None = None
+
+
+class TestDef(_Strict):
+    """How to make synthetic series that give the signal a chosen value ``q``.
+
+    Why: tests derived from this knowledge, not from the rule's own expression, catch a
+    wrong expression instead of restating it.
+    """
+
+    settle: Settle
+    labels: dict[str, str]
+    vary: str
+    keep: list[str] | None = None
+    add: dict[str, str] = {}
+    max: Decimal | None = None
+    integer: bool = False
+    series: list[SeriesDef] = []
+    histogram: HistogramDef | None = None
+    neutral: list[ScenarioDef] = []
+
+    @model_validator(mode="after")
+    def _recipe(self) -> TestDef:
+        if bool(self.series) == (self.histogram is not None):
+            raise ValueError("a test needs either series or histogram, not both")
+        if self.vary not in self.labels or "{n}" not in self.labels[self.vary]:
+            raise ValueError("labels[vary] must exist and contain {n}")
+        return self
+
+
+class SignalDef(_Strict):
+    """One catalog signal: metadata, a PromQL template, annotations and a test recipe."""
+
+    signal: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    alert: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
+    family: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    about: str
+    threshold: ThresholdDef
+    defaults: Defaults
+    params: dict[str, ParamDef] = {}
+    record: str | None
+    expr: str
+    summary: str
+    description: str
+    test: TestDef
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SignalDef:
+        if self.test.settle == "window" and self.threshold.op == "<":
+            raise ValueError("a window-settling signal cannot use '<' (its ramp-up would fire)")
+        if self.test.histogram is not None and "buckets" not in self.params:
+            raise ValueError("a histogram test needs a 'buckets' param")
+        if self.test.histogram is not None and "quantile" not in self.params:
+            raise ValueError("a histogram test needs a 'quantile' param")
+        return self

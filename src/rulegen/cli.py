@@ -1,0 +1,150 @@
+"""The command line: the only place that prints or exits.
+
+Exit codes: 0 ok; 1 promtool failure or stale output; 2 invalid spec or usage;
+3 a required tool (promtool) is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rulegen import __version__
+from rulegen.build import OWNED, build, discover, display, load_specs, validate
+from rulegen.catalog import Catalog, load_catalog
+from rulegen.errors import (
+    RulegenError,
+    SpecError,
+    StaleOutput,
+    ToolNotFoundError,
+    UsageError,
+    ValidationFailed,
+)
+from rulegen.output import diff_tree, write_tree
+from rulegen.spec.models import spec_model
+
+EPILOG = """exit codes:
+  0  success
+  1  promtool rejected the rules or a unit test failed; or --check found stale output
+  2  invalid spec or usage
+  3  a required tool (promtool) is missing
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rulegen",
+        description="Typed YAML specs → Prometheus rules and promtool tests, validated by promtool.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"rulegen {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    b = sub.add_parser("build", help="render, validate and test specs into DIR", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    b.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
+    b.add_argument("--out", type=Path, default=Path("rules"), help="output folder (default: rules/)")
+    b.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if DIR is stale")
+    b.add_argument("--no-validate", action="store_true", help="skip promtool check/test")
+    b.add_argument("--templates", type=Path, action="append", default=None,
+                   help="folder of extra signal definitions (default: templates/ if present)")  # fmt: skip
+    v = sub.add_parser("validate", help="check specs only; write nothing")
+    v.add_argument("paths", nargs="+", type=Path)
+    v.add_argument("--templates", type=Path, action="append", default=None)
+    s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
+    s.add_argument("--templates", type=Path, action="append", default=None)
+    return parser
+
+
+def _catalog(templates: list[Path] | None) -> Catalog:
+    if templates is None:
+        default = Path("templates")
+        templates = [default] if default.is_dir() else []
+    for folder in templates:
+        if not folder.is_dir():
+            raise UsageError(f"{display(folder)}: templates folder does not exist")
+    return load_catalog(templates)
+
+
+def _build(args: argparse.Namespace) -> int:
+    catalog = _catalog(args.templates)
+    inputs = discover(args.paths or [Path("specs")])
+    result = build(inputs, catalog)
+    out: Path = args.out
+    if args.check:
+        diff = diff_tree(out, result.files, OWNED)
+        if diff:
+            raise StaleOutput(diff)
+        print(f"{display(out)}: up to date ({len(result.files)} files)")
+        return 0
+    summary: list[str] = []
+
+    def check(staging: Path) -> None:
+        if not args.no_validate:
+            summary.extend(validate(staging, result))
+
+    write_tree(out, result.files, OWNED, check)
+    for line in summary:
+        print(line)
+    print(f"wrote {len(result.files)} files to {display(out)}/")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    catalog = _catalog(args.templates)
+    inputs = discover(args.paths)
+    specs = load_specs(inputs.specs, catalog)
+    print(f"{len(specs)} spec(s) valid")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    schema = spec_model(_catalog(args.templates)).model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "rulegen spec (version 1)"
+    print(json.dumps(schema, indent=2, sort_keys=True))
+    return 0
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments, run the command, map errors to exit codes."""
+    try:
+        args = _parser().parse_args(argv)
+        command = {"build": _build, "validate": _validate, "schema": _schema}[args.command]
+        return command(args)
+    except SpecError as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic.render(), file=sys.stderr)
+        print(f"rulegen: {len(exc.diagnostics)} error(s); nothing written", file=sys.stderr)
+        return 2
+    except UsageError as exc:
+        print(f"rulegen: error: {exc}", file=sys.stderr)
+        return 2
+    except StaleOutput as exc:
+        sys.stdout.write(exc.diff)
+        print("rulegen: output is stale; run `rulegen build` and commit the result", file=sys.stderr)
+        return 1
+    except ValidationFailed as exc:
+        for message in exc.messages:
+            print(message, file=sys.stderr)
+        print("rulegen: validation failed; nothing written", file=sys.stderr)
+        return 1
+    except ToolNotFoundError as exc:
+        print(f"rulegen: error: {exc}", file=sys.stderr)
+        return 3
+    except RulegenError as exc:
+        print(f"rulegen: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run())

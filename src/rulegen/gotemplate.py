@@ -1,0 +1,121 @@
+"""A tiny evaluator for the Go-template subset rulegen emits, to predict alert text in tests.
+
+Why: generated promtool tests assert exact labels and annotations, so the generator must know
+what Prometheus will print. It understands only what rulegen writes (``$labels.X``,
+``$value | humanize*``, string literals) and refuses anything else rather than guess.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+_ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+
+
+class UnsupportedTemplate(ValueError):
+    """The text uses a Go-template construct the predictor does not model."""
+
+
+def expand(text: str, labels: Mapping[str, str], value: float) -> str:
+    """Expand ``text`` as Prometheus would for an alert with ``labels`` and ``value``."""
+
+    def action(match: re.Match[str]) -> str:
+        body = match.group(1).strip()
+        if body.startswith('"') and body.endswith('"') and len(body) >= 2:
+            return body[1:-1]
+        if body.startswith("$labels."):
+            return labels.get(body[len("$labels.") :], "")
+        parts = [p.strip() for p in body.split("|")]
+        if parts[0] != "$value" or len(parts) > 2:
+            raise UnsupportedTemplate(f"cannot predict template action {{{{ {body} }}}}")
+        if len(parts) == 1:
+            return _go_float(value)
+        return _FUNCS[parts[1]](value) if parts[1] in _FUNCS else _unsupported(parts[1])
+
+    return _ACTION.sub(action, text)
+
+
+def _unsupported(name: str) -> str:
+    raise UnsupportedTemplate(f"cannot predict template function {name}")
+
+
+def _g4(value: float) -> str:
+    return "%.4g" % value
+
+
+def _go_float(value: float) -> str:
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def humanize(v: float) -> str:
+    """Prometheus ``humanize``: SI prefixes, 4 significant digits."""
+    if v == 0 or math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    if abs(v) >= 1:
+        prefix = ""
+        for p in ("k", "M", "G", "T", "P", "E", "Z", "Y"):
+            if abs(v) < 1000:
+                break
+            prefix, v = p, v / 1000
+        return _g4(v) + prefix
+    prefix = ""
+    for p in ("m", "u", "n", "p", "f", "a", "z", "y"):
+        if abs(v) >= 1:
+            break
+        prefix, v = p, v * 1000
+    return _g4(v) + prefix
+
+
+def humanize1024(v: float) -> str:
+    """Prometheus ``humanize1024``: binary prefixes."""
+    if abs(v) <= 1 or math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    prefix = ""
+    for p in ("ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"):
+        if abs(v) < 1024:
+            break
+        prefix, v = p, v / 1024
+    return _g4(v) + prefix
+
+
+def humanize_duration(v: float) -> str:
+    """Prometheus ``humanizeDuration``."""
+    if math.isnan(v) or math.isinf(v):
+        return _g4(v)
+    if v == 0:
+        return _g4(v) + "s"
+    if abs(v) >= 1:
+        sign = "-" if v < 0 else ""
+        v = abs(v)
+        whole = int(v)
+        seconds, minutes = whole % 60, (whole // 60) % 60
+        hours, days = (whole // 3600) % 24, whole // 86400
+        if days:
+            return f"{sign}{days}d {hours}h {minutes}m {seconds}s"
+        if hours:
+            return f"{sign}{hours}h {minutes}m {seconds}s"
+        if minutes:
+            return f"{sign}{minutes}m {seconds}s"
+        return f"{sign}{_g4(v)}s"
+    prefix = ""
+    for p in ("m", "u", "n", "p", "f", "a", "z", "y"):
+        if abs(v) >= 1:
+            break
+        prefix, v = p, v * 1000
+    return f"{_g4(v)}{prefix}s"
+
+
+def humanize_percentage(v: float) -> str:
+    """Prometheus ``humanizePercentage``."""
+    return _g4(v * 100) + "%"
+
+
+_FUNCS = {
+    "humanize": humanize,
+    "humanize1024": humanize1024,
+    "humanizeDuration": humanize_duration,
+    "humanizePercentage": humanize_percentage,
+}

@@ -1,0 +1,108 @@
+"""The resolved model: rules and tests as plain typed objects, the only input of renderers.
+
+Why: every default, label merge and unit conversion happens before this point, so renderers
+are pure functions from these objects to YAML-ready data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where in a spec a rule comes from, to map promtool's messages back to the user."""
+
+    file: str
+    line: int
+    col: int
+    path: str
+
+
+@dataclass(frozen=True)
+class RecordingRule:
+    """A recording rule carrying a derived quantity (``level:metric:operations``)."""
+
+    record: str
+    expr: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class AlertRule:
+    """An alerting rule; labels and annotations are final (Go-template safe) strings."""
+
+    alert: str
+    expr: str
+    for_: str
+    labels: tuple[tuple[str, str], ...]
+    annotations: tuple[tuple[str, str], ...]
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class RuleGroup:
+    """A rule group: recordings first, then the alerts that read them, one interval."""
+
+    name: str
+    interval: str
+    rules: tuple[RecordingRule | AlertRule, ...]
+
+
+@dataclass(frozen=True)
+class InputSeries:
+    """A promtool input series in expanding notation (``'0+15x40'``)."""
+
+    series: str
+    values: str
+
+
+@dataclass(frozen=True)
+class ExpectedAlert:
+    """A firing alert promtool must see, with its exact labels and annotations."""
+
+    labels: tuple[tuple[str, str], ...]
+    annotations: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class AlertCheck:
+    """At ``eval_time`` exactly these alerts named ``alertname`` are firing."""
+
+    eval_time: str
+    alertname: str
+    alerts: tuple[ExpectedAlert, ...]
+    comment: str
+
+
+@dataclass(frozen=True)
+class ExprCheck:
+    """At ``eval_time`` ``expr`` returns exactly these samples."""
+
+    eval_time: str
+    expr: str
+    samples: tuple[tuple[str, str], ...]
+    comment: str
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One promtool test: the input series and the checks run on them."""
+
+    name: str
+    interval: str
+    series: tuple[InputSeries, ...]
+    alert_checks: tuple[AlertCheck, ...]
+    expr_checks: tuple[ExprCheck, ...]
+
+
+@dataclass(frozen=True)
+class ServiceOutput:
+    """Everything generated for one service spec."""
+
+    service: str
+    source: str
+    evaluation_interval: str
+    groups: tuple[RuleGroup, ...]
+    tests: tuple[TestCase, ...]
+    user_tests: tuple[str, ...] = field(default=())

@@ -1,0 +1,89 @@
+"""PromQL text helpers shared by every stage: quoting, matcher parsing, syntax checks.
+
+Why: user text reaches PromQL only through these functions, so a matcher like
+``device="x"} or vector(1) #`` can never close a selector early.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import promql_parser
+
+METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One label matcher, kept as data and serialised with proper quoting."""
+
+    name: str
+    op: str
+    value: str
+
+    def render(self) -> str:
+        """``name op "value"`` with the value quoted as a PromQL string."""
+        return f"{self.name}{self.op}{quote(self.value)}"
+
+
+def quote(value: str) -> str:
+    """A PromQL double-quoted string literal (Go escaping) for any text."""
+    out = ['"']
+    for char in value:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\r")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def parse_matchers(text: str) -> tuple[Matcher, ...]:
+    """Parse ``a="b", c=~"d.*"`` into matchers; anything else raises ``ValueError``."""
+    if not text.strip():
+        return ()
+    if "{" in text or "}" in text:
+        raise ValueError("expected label matchers like 'device=~\"nvme.+\"' without braces")
+    try:
+        parsed = promql_parser.parse("__rulegen_probe__{" + text + "}")
+    except (ValueError, RuntimeError):
+        raise ValueError(f"invalid label matchers: {text}") from None
+    if not isinstance(parsed, promql_parser.VectorSelector) or parsed.name != "__rulegen_probe__":
+        raise ValueError(f"expected only label matchers, got: {text}")
+    matchers = tuple(Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers)
+    if any(m.name == "__name__" for m in matchers):
+        raise ValueError("matchers may not select on __name__")
+    for matcher in matchers:
+        if matcher.op in ("=~", "!~"):
+            try:
+                re.compile(matcher.value)
+            except re.error as exc:
+                raise ValueError(f"invalid regex for label {matcher.name}: {exc}") from None
+    return matchers
+
+
+def check_syntax(expr: str) -> str | None:
+    """``None`` when ``expr`` parses as PromQL, else the parser's message."""
+    try:
+        promql_parser.parse(expr)
+    except (ValueError, RuntimeError) as exc:
+        return str(exc) or "invalid PromQL"
+    return None
+
+
+def selector(matchers: tuple[Matcher, ...]) -> str:
+    """``{a="b",c=~"d"}`` or the empty string when there are no matchers."""
+    if not matchers:
+        return ""
+    return "{" + ", ".join(m.render() for m in matchers) + "}"

@@ -1,0 +1,450 @@
+"""Spec → resolved alerts → rule groups: defaults filled, units converted, PromQL rendered.
+
+Why: the spec is for users (shorthands, optional blocks); this stage turns it into fully
+explicit objects, collecting every semantic error with its position before giving up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from rulegen import promql, units
+from rulegen.catalog import Catalog, SignalDef
+from rulegen.errors import Diagnostic
+from rulegen.model import AlertRule, Origin, RecordingRule, RuleGroup
+from rulegen.spec.loader import PathKey, Positions
+from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
+
+RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
+_VALUE_ACTION = {
+    "duration": "{{ $value | humanizeDuration }}",
+    "percent": "{{ $value | humanizePercentage }}",
+    "number": "{{ $value | humanize }}",
+    "bandwidth": "{{ $value | humanize1024 }}B/s",
+}
+
+
+@dataclass(frozen=True)
+class ResolvedAlert:
+    """One alert with every value explicit, ready for rules and test synthesis."""
+
+    name: str
+    signal: SignalDef | None
+    severity: str
+    threshold: Decimal
+    for_seconds: Decimal
+    window: str | None
+    window_seconds: Decimal
+    params: Mapping[str, Any]
+    selector_matchers: tuple[promql.Matcher, ...]
+    quantity: str
+    record: str | None
+    expr: str
+    labels: tuple[tuple[str, str], ...]
+    annotations: tuple[tuple[str, str], ...]
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """A service spec after resolution."""
+
+    service: str
+    source: str
+    evaluation_interval: Decimal
+    scrape_interval: Decimal
+    alerts: tuple[ResolvedAlert, ...]
+
+
+class _Collector:
+    """Collects diagnostics for one file so all of them are reported in one run."""
+
+    def __init__(self, positions: Positions) -> None:
+        self.positions = positions
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, path: PathKey, message: str) -> None:
+        self.diagnostics.append(self.positions.diag(path, message))
+
+    def origin(self, path: PathKey) -> Origin:
+        line, col = self.positions.at(path)
+        return Origin(self.positions.file, line, col, _fmt(path))
+
+
+def _fmt(path: PathKey) -> str:
+    from rulegen.spec.loader import format_path
+
+    return format_path(path)
+
+
+def resolve_spec(
+    spec: Any, raw: Mapping[str, Any], positions: Positions, catalog: Catalog
+) -> tuple[ResolvedSpec | None, list[Diagnostic]]:
+    """Resolve one validated spec; returns the result or the diagnostics that prevent it."""
+    col = _Collector(positions)
+    evaluation = _duration(col, ("evaluation_interval",), spec.evaluation_interval, positive=True)
+    scrape = _duration(col, ("scrape_interval",), spec.scrape_interval, positive=True)
+    selectors = _selectors(col, spec.selectors, catalog)
+    spec_labels = _labels(col, ("labels",), spec.labels)
+    if spec.runbook_url is not None and not re.match(r"^https?://\S+$", spec.runbook_url):
+        col.error(("runbook_url",), f"must be an http(s) URL (got {spec.runbook_url!r})")
+    alerts: list[ResolvedAlert] = []
+    names: dict[str, int] = {}
+    for index, alert in enumerate(spec.alerts):
+        path: PathKey = ("alerts", index)
+        signal = None if alert.signal == "custom" else catalog.signals[alert.signal]
+        name = alert.name or (signal.alert if signal else "")
+        if name in names:
+            col.error(
+                (*path, "name") if alert.name else (*path, "signal"),
+                f"duplicate alert name {name!r} (also alerts[{names[name]}]); set a unique name:",
+            )
+            continue
+        names[name] = index
+        context = _AlertContext(col, path, spec, name, spec_labels, evaluation or Decimal(30))
+        resolved = (
+            _custom(context, alert) if signal is None else _catalog(context, alert, signal, selectors)
+        )
+        if resolved is not None:
+            alerts.append(resolved)
+    if col.diagnostics or evaluation is None or scrape is None:
+        return None, col.diagnostics
+    return (
+        ResolvedSpec(spec.service, positions.file, evaluation, scrape, tuple(alerts)),
+        [],
+    )
+
+
+@dataclass
+class _AlertContext:
+    col: _Collector
+    path: PathKey
+    spec: Any
+    name: str
+    spec_labels: tuple[tuple[str, str], ...]
+    evaluation: Decimal
+
+
+def _duration(col: _Collector, path: PathKey, text: str, *, positive: bool = False) -> Decimal | None:
+    try:
+        value = units.parse_duration(text)
+    except units.UnitError as exc:
+        col.error(path, str(exc))
+        return None
+    if positive and value <= 0:
+        col.error(path, f"must be longer than 0s (got {text!r})")
+        return None
+    return value
+
+
+def _selectors(
+    col: _Collector, selectors: Mapping[str, str], catalog: Catalog
+) -> dict[str, tuple[promql.Matcher, ...]]:
+    out: dict[str, tuple[promql.Matcher, ...]] = {}
+    for family, text in selectors.items():
+        if family not in catalog.families:
+            col.error(("selectors", family), f"unknown family (known: {', '.join(catalog.families)})")
+            continue
+        try:
+            out[family] = promql.parse_matchers(text)
+        except ValueError as exc:
+            col.error(("selectors", family), str(exc))
+    return out
+
+
+def _labels(col: _Collector, path: PathKey, labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    for key in labels:
+        if not promql.LABEL_NAME.match(key) or key.startswith("__"):
+            col.error((*path, key), "invalid label name (expected [a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)")
+        elif key in RESERVED_LABELS:
+            col.error((*path, key), f"label {key!r} is set by rulegen and cannot be overridden")
+    return tuple(sorted(labels.items()))
+
+
+def _final_labels(ctx: _AlertContext, alert: Any) -> tuple[tuple[str, str], ...]:
+    merged = dict(ctx.spec_labels)
+    merged.update(_labels(ctx.col, (*ctx.path, "labels"), alert.labels))
+    merged["severity"] = alert.severity
+    merged["service"] = ctx.spec.service
+    return tuple((k, go_escape(v)) for k, v in sorted(merged.items()))
+
+
+def _annotations(
+    ctx: _AlertContext, alert: Any, defaults: tuple[str, str], values: Mapping[str, str], unit: str
+) -> tuple[tuple[str, str], ...]:
+    action = _VALUE_ACTION.get(unit, "{{ $value }}")
+    summary = user_text(alert.summary, values, action) if alert.summary else defaults[0]
+    description = user_text(alert.description, values, action) if alert.description else defaults[1]
+    out = [("summary", summary), ("description", description)]
+    if ctx.spec.runbook_url:
+        out.append(("runbook_url", go_escape(ctx.spec.runbook_url.replace("{alert}", ctx.name))))
+    return tuple(out)
+
+
+def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
+    col, path = ctx.col, ctx.path
+    error = promql.check_syntax(alert.expr)
+    if error is not None:
+        col.error((*path, "expr"), f"invalid PromQL: {error}")
+    for_seconds = _duration(col, (*path, "for"), alert.for_ or "0s")
+    labels = _final_labels(ctx, alert)
+    values = {"alert": ctx.name, "service": ctx.spec.service, "for": alert.for_ or "0s"}
+    values.update(threshold="", window="")
+    defaults = (
+        go_escape(f"{ctx.name} is firing"),
+        go_escape(f"{ctx.name} ({ctx.spec.service}): ") + "{{ $labels }} value {{ $value }}",
+    )
+    annotations = _annotations(ctx, alert, defaults, values, "raw")
+    if error is not None or for_seconds is None:
+        return None
+    expr = " ".join(alert.expr.split()) if "\n" not in alert.expr.strip() else alert.expr.strip()
+    return ResolvedAlert(
+        ctx.name, None, alert.severity, Decimal(0), for_seconds, None, Decimal(0), {}, (),
+        expr, None, expr, labels, annotations, col.origin(path),
+    )  # fmt: skip
+
+
+def _catalog(
+    ctx: _AlertContext,
+    alert: Any,
+    signal: SignalDef,
+    selectors: Mapping[str, tuple[promql.Matcher, ...]],
+) -> ResolvedAlert | None:
+    col, path = ctx.col, ctx.path
+    before = len(col.diagnostics)
+    threshold = _threshold(col, (*path, "threshold"), alert.threshold, signal)
+    for_text = alert.for_ or signal.defaults.for_
+    for_seconds = _duration(col, (*path, "for"), for_text)
+    window, window_seconds = _window(col, path, alert.window, signal)
+    params = _params(col, path, alert, signal)
+    matchers: tuple[promql.Matcher, ...] = ()
+    if alert.matchers:
+        try:
+            matchers = promql.parse_matchers(alert.matchers)
+        except ValueError as exc:
+            col.error((*path, "matchers"), str(exc))
+    labels = _final_labels(ctx, alert)
+    if len(col.diagnostics) > before or threshold is None or for_seconds is None:
+        return None
+    if "buckets" in params:
+        _check_buckets(col, path, params, threshold)
+    family = selectors.get(signal.family, ())
+    all_matchers = family + matchers
+    fixed = {"window": window, **params}
+    try:
+        quantity = render_promql(signal.expr, {**fixed, "sel": _sel(all_matchers)})
+        record = render_promql(signal.record, fixed) if signal.record else None
+    except TemplateFailure as exc:
+        col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
+        return None
+    error = promql.check_syntax(quantity)
+    if error is not None:
+        col.error(path, f"signal {signal.signal} renders invalid PromQL ({error}): {quantity!r}")
+        return None
+    if record is not None and not promql.METRIC_NAME.match(record):
+        col.error(path, f"signal {signal.signal} renders an invalid record name {record!r}")
+        return None
+    threshold_text = units.format_human(threshold, signal.threshold.unit)
+    values = {
+        "threshold": threshold_text,
+        "for": units.format_duration(for_seconds),
+        "window": window or "",
+        "alert": ctx.name,
+        "service": ctx.spec.service,
+    }
+    text_context = {**values, **fixed, "value": _VALUE_ACTION[signal.threshold.unit]}
+    if "quantile" in params:
+        text_context["quantile_name"] = "p" + units.literal(params["quantile"] * 100)
+    try:
+        defaults = (
+            render_text(signal.summary, text_context),
+            render_text(signal.description, text_context),
+        )
+    except TemplateFailure as exc:
+        col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
+        return None
+    annotations = _annotations(ctx, alert, defaults, values, signal.threshold.unit)
+    left = record or (quantity if " " not in quantity and "\n" not in quantity else f"({quantity})")
+    expr = f"{left} {signal.threshold.op} {units.literal(threshold)}"
+    return ResolvedAlert(
+        ctx.name, signal, alert.severity, threshold, for_seconds, window, window_seconds,
+        params, all_matchers, quantity, record, expr, labels, annotations, col.origin(path),
+    )  # fmt: skip
+
+
+def _sel(matchers: tuple[promql.Matcher, ...]) -> Any:
+    def sel(*fixed: str) -> str:
+        parts = [*fixed, *(m.render() for m in matchers)]
+        return "{" + ", ".join(parts) + "}" if parts else ""
+
+    return sel
+
+
+def _threshold(col: _Collector, path: PathKey, raw: object, signal: SignalDef) -> Decimal | None:
+    unit = signal.threshold.unit
+    try:
+        if unit == "duration":
+            if not isinstance(raw, str):
+                raise units.UnitError(f"expected a duration like 5ms or 2s, got {raw!r}")
+            value = units.parse_latency(raw)
+        elif unit == "percent":
+            value = units.parse_percent(raw)
+        elif unit == "bandwidth":
+            value = units.parse_bandwidth(raw)
+        else:
+            value = units.parse_number(raw)
+    except units.UnitError as exc:
+        col.error(path, str(exc))
+        return None
+    bounds = signal.threshold
+    shown = units.format_human
+    if bounds.min is not None and value < bounds.min:
+        col.error(path, f"must be at least {shown(bounds.min, unit)} (got {raw})")
+        return None
+    if bounds.max is not None and (value >= bounds.max if bounds.op == ">" else value > bounds.max):
+        limit = "below" if bounds.op == ">" else "at most"
+        col.error(
+            path,
+            f"must be {limit} {shown(bounds.max, unit)} (got {raw}); "
+            f"{signal.signal} can never exceed {shown(bounds.max, unit)}",
+        )
+        return None
+    if bounds.op == "<" and value <= 0:
+        col.error(path, f"must be above 0 (got {raw}); a '<' alert at 0 can never fire")
+        return None
+    return value
+
+
+def _window(
+    col: _Collector, path: PathKey, raw: str | None, signal: SignalDef
+) -> tuple[str | None, Decimal]:
+    if signal.defaults.window is None:
+        if raw is not None:
+            col.error((*path, "window"), f"signal {signal.signal} reads a gauge and takes no window")
+        return None, Decimal(0)
+    seconds = _duration(col, (*path, "window"), raw or signal.defaults.window, positive=True)
+    if seconds is None:
+        return None, Decimal(0)
+    if seconds != seconds.to_integral_value():
+        col.error((*path, "window"), "must be a whole number of seconds")
+    return units.format_duration(seconds), seconds
+
+
+def _params(col: _Collector, path: PathKey, alert: Any, signal: SignalDef) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, definition in sorted(signal.params.items()):
+        raw = getattr(alert, key)
+        given = raw is not None
+        value = raw if given else definition.default
+        where = (*path, key) if given else path
+        if value is None:
+            out[key] = None
+            continue
+        try:
+            out[key] = _param_value(definition.type, value)
+        except (units.UnitError, ValueError) as exc:
+            col.error(where, f"{key}: {exc}" if not given else str(exc))
+            continue
+        number = out[key]
+        if isinstance(number, Decimal):
+            if definition.min is not None and number <= definition.min:
+                col.error(where, f"must be above {units.literal(definition.min)} (got {raw})")
+            if definition.max is not None and number >= definition.max:
+                col.error(where, f"must be below {units.literal(definition.max)} (got {raw})")
+    return out
+
+
+def _param_value(kind: str, value: Any) -> Any:
+    if kind == "metric":
+        if not isinstance(value, str) or not promql.METRIC_NAME.match(value):
+            raise ValueError(f"invalid metric name {value!r}")
+        return value
+    if kind == "regex":
+        if not isinstance(value, str):
+            raise ValueError(f"expected a regex string, got {value!r}")
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {value!r}: {exc}") from None
+        return value
+    if kind == "buckets":
+        bounds = [units.parse_number(v) for v in value]
+        if not bounds or any(b <= a for a, b in zip(bounds, bounds[1:], strict=False)):
+            raise ValueError("buckets must be a non-empty, strictly increasing list")
+        return tuple(bounds)
+    parser = {
+        "number": units.parse_number,
+        "percent": units.parse_percent,
+        "bandwidth": units.parse_bandwidth,
+        "duration": lambda v: units.parse_duration(str(v)),
+    }[kind]
+    return parser(value)
+
+
+def _check_buckets(col: _Collector, path: PathKey, params: Mapping[str, Any], threshold: Decimal) -> None:
+    bounds: tuple[Decimal, ...] = params["buckets"]
+    if threshold >= bounds[-1]:
+        col.error(
+            (*path, "threshold"),
+            f"must be below the largest bucket bound {units.literal(bounds[-1])}s: "
+            "histogram_quantile never returns more, so the alert could never fire",
+        )
+    elif threshold < bounds[0]:
+        col.error(
+            (*path, "threshold"),
+            f"must be at least the smallest bucket bound {units.literal(bounds[0])}s",
+        )
+
+
+def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[RuleGroup, ...]:
+    """Group rules by signal family: recordings first, then the alerts that read them."""
+    interval = units.format_duration(spec.evaluation_interval)
+    by_family: dict[str, list[ResolvedAlert]] = {}
+    for alert in spec.alerts:
+        by_family.setdefault(alert.signal.family if alert.signal else "custom", []).append(alert)
+    order = [f for f in (*family_order, "custom") if f in by_family]
+    records = _record_names(spec.alerts)
+    groups = []
+    for family in order:
+        recordings: dict[str, RecordingRule] = {}
+        alerts: list[AlertRule] = []
+        for alert in by_family[family]:
+            expr = alert.expr
+            if alert.record is not None:
+                name = records[alert.name]
+                recordings.setdefault(name, RecordingRule(name, alert.quantity, alert.origin))
+                expr = expr.replace(alert.record, name, 1)
+            alerts.append(
+                AlertRule(
+                    alert.name,
+                    expr,
+                    units.format_duration(alert.for_seconds) if alert.for_seconds else "",
+                    alert.labels,
+                    alert.annotations,
+                    alert.origin,
+                )
+            )
+        groups.append(
+            RuleGroup(f"{spec.service}-{family}", interval, (*recordings.values(), *alerts))
+        )
+    return tuple(groups)
+
+
+def _record_names(alerts: tuple[ResolvedAlert, ...]) -> dict[str, str]:
+    """A recording name per alert: shared when the expression is the same, suffixed when not."""
+    first_expr: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for alert in alerts:
+        if alert.record is None:
+            continue
+        known = first_expr.setdefault(alert.record, alert.quantity)
+        if known == alert.quantity:
+            names[alert.name] = alert.record
+        else:
+            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", alert.name).lower()
+            names[alert.name] = f"{alert.record}_{snake}"
+    return names

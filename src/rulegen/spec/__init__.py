@@ -1,0 +1,1 @@
+"""The spec stage: load YAML with positions, check structure with pydantic."""

@@ -1,0 +1,98 @@
+"""The user-facing spec (version 1) as pydantic models.
+
+Why: pydantic checks the structure (unknown keys, types, required fields) and gives the
+JSON Schema for editors; units and cross-references are checked in ``rulegen.resolve``, where
+the catalog is known. The alert union is built from the catalog, so a team's own signal gets
+its own keys in the schema.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from rulegen.catalog import Catalog
+
+Scalar = str | int | float
+ALERT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SERVICE_NAME = r"^[a-z0-9][a-z0-9-]*$"
+
+
+class SpecBase(BaseModel):
+    """Every spec model rejects unknown keys and is immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class AlertBase(SpecBase):
+    """Keys every alert accepts, whatever its signal."""
+
+    name: str | None = Field(default=None, pattern=ALERT_NAME)
+    severity: Literal["critical", "warning", "info"]
+    for_: str | None = Field(default=None, alias="for")
+    labels: dict[str, str] = {}
+    summary: str | None = None
+    description: str | None = None
+
+
+class CatalogAlert(AlertBase):
+    """Keys of an alert on a catalog signal (signal-specific params are added per signal)."""
+
+    threshold: Scalar
+    window: str | None = None
+    matchers: str | None = None
+
+
+class CustomAlert(AlertBase):
+    """An alert on a user-written PromQL expression."""
+
+    signal: Literal["custom"]
+    name: str = Field(pattern=ALERT_NAME)  # type: ignore[assignment]  # required for custom
+    expr: str
+
+
+class SpecModel(SpecBase):
+    """Common top-level keys of a version-1 service spec."""
+
+    version: Literal[1]
+    service: str = Field(pattern=SERVICE_NAME, max_length=63)
+    labels: dict[str, str] = {}
+    runbook_url: str | None = None
+    evaluation_interval: str = "30s"
+    scrape_interval: str = "15s"
+    selectors: dict[str, str] = {}
+    alerts: list[Any] = Field(min_length=1)
+
+
+@cache
+def spec_model(catalog: Catalog) -> type[SpecModel]:
+    """The spec model for this catalog: ``alerts`` is a union tagged by ``signal``."""
+    variants: list[type[AlertBase]] = [CustomAlert]
+    for name, signal in sorted(catalog.signals.items()):
+        params: dict[str, Any] = {
+            key: (_param_type(p.type), None) for key, p in sorted(signal.params.items())
+        }
+        variants.append(
+            create_model(  # type: ignore[call-overload]  # dynamic fields
+                f"Alert_{name}",
+                __base__=CatalogAlert,
+                __doc__=signal.about,
+                signal=(Literal[name], ...),
+                **params,
+            )
+        )
+    alert_union = Annotated[Union[tuple(variants)], Field(discriminator="signal")]  # noqa: UP007
+    model: type[SpecModel] = create_model(
+        "Spec", __base__=SpecModel, alerts=(list[alert_union], Field(min_length=1))
+    )
+    return model
+
+
+def _param_type(kind: str) -> Any:
+    if kind == "buckets":
+        return list[float] | None
+    if kind in ("metric", "regex", "duration"):
+        return str | None
+    return Scalar | None

@@ -1,0 +1,401 @@
+"""Generated promtool tests: synthetic series from the catalog's recipes, checks at exact times.
+
+Why: a threshold is only trustworthy when a test shows the alert stays silent below it, is
+pending before ``for`` elapses, fires after it with exact labels and annotations, and ignores
+the neutral cases (idle device, no traffic, virtual NIC). The series come from each signal's
+recipe ("to get await q, do 1500 I/Os per scrape taking q seconds each"), never from the
+rule's own expression, so a wrong expression fails its test.
+
+Timing model (checked against promtool): counters start at 0 at t=0 and grow at a constant
+slope; ``rate()`` over window w then reads slope * min(t, w) / w ("window" signals), ratios of
+such rates are exact from the second sample ("ratio" signals), gauges from the first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from typing import Any
+
+from rulegen import gotemplate, promql, units
+from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
+from rulegen.model import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
+from rulegen.resolve import ResolvedAlert, ResolvedSpec
+from rulegen.templating import TemplateFailure, evaluate
+
+MARGIN = Decimal("0.000001")
+
+
+class SynthError(ValueError):
+    """No test can be built for an alert (unsatisfiable matchers, a recipe error)."""
+
+
+class _Collision(Exception):
+    """The chosen test value equals the threshold at an evaluation: try another one."""
+
+
+@dataclass(frozen=True)
+class _Scenario:
+    name: str
+    labels: dict[str, str]
+    q: Decimal
+    series: list[SeriesDef]
+    histogram: HistogramDef | None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Values of the quantity in the firing and the quiet case, and the histogram layout."""
+
+    fire: Decimal
+    quiet: Decimal
+    fire_bucket: Decimal | None = None
+    quiet_bucket: Decimal | None = None
+
+
+def build_tests(spec: ResolvedSpec) -> tuple[TestCase, ...]:
+    """One promtool test case per catalog alert of the spec."""
+    return tuple(
+        alert_test(alert, spec.evaluation_interval, spec.scrape_interval)
+        for alert in spec.alerts
+        if alert.signal is not None
+    )
+
+
+def alert_test(alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal) -> TestCase:
+    """The test case proving when ``alert`` fires and when it does not."""
+    signal = alert.signal
+    assert signal is not None
+    plan, timing = _plan_and_timing(alert, signal, evaluation, scrape)
+    scenarios = _scenarios(alert, signal, plan)
+    steps = int((timing.check + 2 * evaluation) / scrape) + 1
+    series = tuple(s for sc in scenarios for s in _series(alert, signal, sc, plan, scrape, steps))
+    fire = scenarios[0]
+    labels = _expected_labels(alert, signal, fire)
+    annotations = tuple(
+        (k, gotemplate.expand(v, labels, float(plan.fire))) for k, v in alert.annotations
+    )
+    expected = ExpectedAlert(tuple(sorted(labels.items())), annotations)
+    checks, exprs = _checks(alert, timing, evaluation, expected, scenarios)
+    neutral = ", ".join(s.name for s in scenarios[2:])
+    name = (
+        f"{alert.name}: fires at {_value_text(signal, plan.fire)} after {units.format_duration(alert.for_seconds)}; "
+        f"silent at {_value_text(signal, plan.quiet)}" + (f" and for {neutral}" if neutral else "")
+    )
+    return TestCase(name, units.format_duration(scrape), series, checks, exprs)
+
+
+def _value_text(signal: SignalDef, value: Decimal) -> str:
+    return units.format_human(value, signal.threshold.unit)
+
+
+# --- values -----------------------------------------------------------------------------
+
+
+_FACTORS = tuple(Decimal(f) for f in ("1.1", "1.2", "1.3", "1.5", "1.7", "2", "3"))
+QUIET = Decimal("0.9")
+
+
+def _plan_and_timing(
+    alert: ResolvedAlert, signal: SignalDef, evaluation: Decimal, scrape: Decimal
+) -> tuple[_Plan, _Timing]:
+    """Pick test values whose ramp never lands exactly on the threshold at an evaluation."""
+    for factor in _FACTORS:
+        plan = _plan(alert, signal, factor)
+        try:
+            return plan, _timing(alert, signal, plan.fire, evaluation, scrape)
+        except _Collision:
+            continue
+    raise SynthError(
+        "every test value meets the threshold exactly at some evaluation; "
+        "choose a different evaluation_interval or window"
+    )
+
+
+def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal) -> _Plan:
+    if signal.test.histogram is not None:
+        return _histogram_plan(alert.params["buckets"], alert.threshold, alert.params["quantile"])
+    above = _above(alert.threshold, signal.test.max, signal.test.integer, factor)
+    below = _below(alert.threshold, signal.test.integer)
+    return _Plan(above, below) if signal.threshold.op == ">" else _Plan(below, above)
+
+
+def _above(threshold: Decimal, limit: Decimal | None, integer: bool, factor: Decimal) -> Decimal:
+    if integer:
+        return threshold.to_integral_value(ROUND_FLOOR) + (factor * 10 - 10).to_integral_value(ROUND_CEILING)
+    value = threshold * factor if threshold > 0 else factor - 1
+    if limit is not None and value >= limit:
+        value = threshold + (limit - threshold) * (factor - 1) * 5
+        value = min(value, (threshold + limit) / 2)
+    return value.normalize()
+
+
+def _below(threshold: Decimal, integer: bool) -> Decimal:
+    """Just on the quiet side: 90 % of the threshold, or the threshold itself for counts."""
+    if integer:
+        return threshold.to_integral_value(ROUND_FLOOR)
+    return (threshold * QUIET).normalize()
+
+
+def _histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: Decimal) -> _Plan:
+    """Put every observation in one bucket: above the threshold to fire, at or below it not to.
+
+    Why: with all observations in (lower, upper], histogram_quantile returns exactly
+    lower + (upper - lower) * quantile, so the expected value is known without float noise.
+    """
+    index = next(i for i, b in enumerate(bounds) if b >= threshold)
+    if index + 1 < len(bounds):
+        lower, upper = bounds[index], bounds[index + 1]
+        fire, fire_bucket = lower + (upper - lower) * quantile, upper
+    else:
+        fire, fire_bucket = bounds[-1], bounds[-1] * 2
+    quiet_index = max(i for i, b in enumerate(bounds) if b <= threshold)
+    quiet_lower = bounds[quiet_index - 1] if quiet_index else Decimal(0)
+    quiet_upper = bounds[quiet_index]
+    quiet = quiet_lower + (quiet_upper - quiet_lower) * quantile
+    return _Plan(fire.normalize(), quiet.normalize(), fire_bucket, quiet_upper)
+
+
+# --- timing -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Timing:
+    active: Decimal
+    fire: Decimal
+    check: Decimal
+
+
+def _timing(
+    alert: ResolvedAlert, signal: SignalDef, fire_value: Decimal, evaluation: Decimal, scrape: Decimal
+) -> _Timing:
+    settle = signal.test.settle
+    first = Decimal(0) if settle == "instant" else _grid(scrape, evaluation)
+    window = alert.window_seconds
+    t = first
+    while True:
+        ramp = min(t, window) / window if settle == "window" else Decimal(1)
+        value = fire_value * ramp
+        if abs(value - alert.threshold) <= MARGIN * max(abs(alert.threshold), Decimal(1)):
+            raise _Collision
+        if (value > alert.threshold) if signal.threshold.op == ">" else (value < alert.threshold):
+            break
+        t += evaluation
+        if t > window + 10 * evaluation + first:
+            raise SynthError("the synthetic series never cross the threshold")
+    steps = (alert.for_seconds / evaluation).to_integral_value(ROUND_CEILING)
+    fire = t + steps * evaluation
+    settled = _grid(window, evaluation) if settle == "window" else fire
+    return _Timing(t, fire, max(fire, settled))
+
+
+def _grid(at_least: Decimal, evaluation: Decimal) -> Decimal:
+    return (at_least / evaluation).to_integral_value(ROUND_CEILING) * evaluation
+
+
+# --- scenarios and series ----------------------------------------------------------------
+
+
+def _scenarios(alert: ResolvedAlert, signal: SignalDef, plan: _Plan) -> list[_Scenario]:
+    test = signal.test
+    context = _context(alert, plan)
+    base = _satisfy(dict(test.labels), alert.selector_matchers, test.vary)
+    out = [
+        _Scenario("fires", _numbered(base, test.vary, 1), plan.fire, test.series, test.histogram),
+        _Scenario("quiet", _numbered(base, test.vary, 2), plan.quiet, test.series, test.histogram),
+    ]
+    for neutral in test.neutral:
+        if neutral.when and not _truthy(neutral.when, context):
+            continue
+        labels = _satisfy({**base, **neutral.labels}, (), test.vary)
+        out.append(
+            _Scenario(
+                neutral.name, _numbered(labels, test.vary, len(out) + 1), Decimal(0),
+                neutral.series, neutral.histogram,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _numbered(labels: Mapping[str, str], vary: str, n: int) -> dict[str, str]:
+    return {**labels, vary: labels[vary].replace("{n}", str(n))}
+
+
+def _context(alert: ResolvedAlert, plan: _Plan, q: Decimal | None = None) -> dict[str, Any]:
+    return {
+        **alert.params,
+        "threshold": alert.threshold,
+        "above": max(plan.fire, plan.quiet),
+        "q": plan.fire if q is None else q,
+    }
+
+
+def _truthy(expression: str, context: Mapping[str, Any]) -> bool:
+    try:
+        return bool(evaluate(expression, context))
+    except TemplateFailure as exc:
+        raise SynthError(str(exc)) from None
+
+
+def _satisfy(labels: dict[str, str], matchers: tuple[promql.Matcher, ...], vary: str) -> dict[str, str]:
+    """Give the scenario labels values that every selector and matcher of the alert accepts."""
+    out = dict(labels)
+    for matcher in matchers:
+        current = out.get(matcher.name, "")
+        probe = current.replace("{n}", "1")
+        if _accepts(matcher, probe):
+            continue
+        if matcher.name == vary:
+            raise SynthError(f"the matcher {matcher.render()} excludes every test {vary}")
+        candidate = matcher.value if matcher.op == "=" else _sample(matcher)
+        if candidate is None or not _accepts(matcher, candidate):
+            raise SynthError(f"cannot build a test series that matches {matcher.render()}")
+        out[matcher.name] = candidate
+    return out
+
+
+def _accepts(matcher: promql.Matcher, value: str) -> bool:
+    if matcher.op == "=":
+        return value == matcher.value
+    if matcher.op == "!=":
+        return value != matcher.value
+    found = re.fullmatch(matcher.value, value) is not None
+    return found if matcher.op == "=~" else not found
+
+
+def _sample(matcher: promql.Matcher) -> str | None:
+    if matcher.op in ("!=", "!~"):
+        return "rulegen-test"
+    first = matcher.value.split("|")[0].strip("()^$")
+    for pattern, repl in ((r"\\d\+|\\d\*", "0"), (r"\.\+", "0"), (r"\.\*", ""), (r"\[(.)[^\]]*\][+*]?", r"\1")):
+        first = re.sub(pattern, repl, first)
+    return first.replace("\\", "") or None
+
+
+def _series(
+    alert: ResolvedAlert,
+    signal: SignalDef,
+    scenario: _Scenario,
+    plan: _Plan,
+    scrape: Decimal,
+    steps: int,
+) -> list[InputSeries]:
+    context = _context(alert, plan, scenario.q)
+    out = []
+    for definition in scenario.series:
+        if definition.when and not _truthy(definition.when, context):
+            continue
+        name = _name(definition.name, context)
+        labels = {**scenario.labels, **definition.labels}
+        values = _values(definition, context, scrape, steps)
+        out.append(InputSeries(_selector(name, labels), values))
+    if scenario.histogram is not None:
+        out.extend(_histogram(alert, scenario, plan, context, steps))
+    return out
+
+
+def _name(template: str, context: Mapping[str, Any]) -> str:
+    from rulegen.templating import render_promql
+
+    name = render_promql(template, context)
+    if not promql.METRIC_NAME.match(name):
+        raise SynthError(f"test series name {name!r} is not a metric name")
+    return name
+
+
+def _values(definition: SeriesDef, context: Mapping[str, Any], scrape: Decimal, steps: int) -> str:
+    expression = definition.rate or definition.inc or definition.value or "0"
+    number = _number(evaluate(expression, context))
+    if definition.value is not None:
+        return f"{units.literal(number)}+0x{steps}"
+    increment = number * scrape if definition.rate is not None else number
+    if increment < 0:
+        raise SynthError(f"counter {definition.name} would decrease ({expression})")
+    return f"0+{units.literal(increment)}x{steps}"
+
+
+def _number(value: Any) -> Decimal:
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Decimal(value)
+    raise SynthError(f"a test recipe evaluated to {value!r}, not a number")
+
+
+def _histogram(
+    alert: ResolvedAlert, scenario: _Scenario, plan: _Plan, context: Mapping[str, Any], steps: int
+) -> list[InputSeries]:
+    assert scenario.histogram is not None
+    metric = _name(scenario.histogram.metric, context)
+    per_step = _number(evaluate(scenario.histogram.per_step, context))
+    bucket = plan.fire_bucket if scenario.q == plan.fire else plan.quiet_bucket
+    assert bucket is not None
+    bounds: tuple[Decimal, ...] = alert.params["buckets"]
+    out = []
+    for bound in bounds:
+        count = per_step if bound >= bucket else Decimal(0)
+        labels = {**scenario.labels, "le": repr(float(bound))}
+        out.append(InputSeries(_selector(f"{metric}_bucket", labels), f"0+{units.literal(count)}x{steps}"))
+    inf = {**scenario.labels, "le": "+Inf"}
+    out.append(InputSeries(_selector(f"{metric}_bucket", inf), f"0+{units.literal(per_step)}x{steps}"))
+    observed = per_step * (bucket if bucket <= bounds[-1] else bounds[-1] * 2)
+    out.append(InputSeries(_selector(f"{metric}_count", scenario.labels), f"0+{units.literal(per_step)}x{steps}"))
+    out.append(InputSeries(_selector(f"{metric}_sum", scenario.labels), f"0+{units.literal(observed)}x{steps}"))
+    return out
+
+
+def _selector(name: str, labels: Mapping[str, str]) -> str:
+    inner = ", ".join(f"{k}={promql.quote(v)}" for k, v in sorted(labels.items()))
+    return f"{name}{{{inner}}}"
+
+
+# --- expectations --------------------------------------------------------------------------
+
+
+def _expected_labels(alert: ResolvedAlert, signal: SignalDef, fire: _Scenario) -> dict[str, str]:
+    keep = signal.test.keep
+    series_labels = {k: v for k, v in fire.labels.items() if keep is None or k in keep}
+    series_labels.update(signal.test.add)
+    for name, value in alert.labels:
+        series_labels[name] = gotemplate.expand(value, series_labels, math.nan)
+    return series_labels
+
+
+def _checks(
+    alert: ResolvedAlert,
+    timing: _Timing,
+    evaluation: Decimal,
+    expected: ExpectedAlert,
+    scenarios: list[_Scenario],
+) -> tuple[tuple[AlertCheck, ...], tuple[ExprCheck, ...]]:
+    at = units.format_duration
+    checks: list[AlertCheck] = []
+    exprs: list[ExprCheck] = []
+    others = ", ".join(s.name for s in scenarios[1:])
+    if alert.for_seconds > 0:
+        pending = dict(expected.labels) | {"alertname": alert.name, "alertstate": "pending"}
+        exprs.append(
+            ExprCheck(
+                at(timing.active) if timing.active else "0s",
+                f'ALERTS{{alertname="{alert.name}", alertstate="pending"}}',
+                ((_selector("ALERTS", pending), "1"),),
+                "pending as soon as the threshold is crossed; nothing else is pending",
+            )
+        )
+        checks.append(
+            AlertCheck(
+                at(timing.fire - evaluation) if timing.fire > evaluation else "0s",
+                alert.name, (), f"not firing before for ({at(alert.for_seconds)}) has elapsed",
+            )
+        )  # fmt: skip
+    elif timing.active >= evaluation:
+        checks.append(
+            AlertCheck(at(timing.active - evaluation), alert.name, (), "not firing before the threshold is crossed")
+        )
+    checks.append(
+        AlertCheck(at(timing.check), alert.name, (expected,), f"fires with exact labels and annotations; silent for: {others}")
+    )
+    return tuple(checks), tuple(exprs)

@@ -1,0 +1,147 @@
+"""Jinja2 for the catalog's PromQL templates and annotation text, and Go-template escaping.
+
+Why: templates are data a team may write, so they run in a sandbox with StrictUndefined (a
+typo is an error, not an empty string). Everything a user writes that ends up inside a
+Prometheus annotation or label is escaped so Prometheus never runs a Go template the user
+did not write.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from rulegen import promql, units
+
+
+class TemplateFailure(ValueError):
+    """A catalog template failed to render; the message names the problem."""
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, Decimal):
+        return units.literal(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return units.literal(Decimal(repr(value)))
+    raise TemplateFailure(f"literal filter needs a number, got {value!r}")
+
+
+def _metric_part(name: str) -> str:
+    """A metric name as the middle part of ``level:metric:operations`` (no colons, no _total)."""
+    base = name.replace(":", "_")
+    return base[: -len("_total")] if base.endswith("_total") else base
+
+
+def _quantile_name(value: object) -> str:
+    """``0.99`` → ``p99``, ``0.999`` → ``p999``, ``0.5`` → ``p50``."""
+    text = _literal(value)
+    digits = text.split(".", 1)[1] if "." in text else "100"
+    return "p" + (digits + "0" if len(digits) == 1 else digits)
+
+
+def _environment(**delimiters: str) -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False, **delimiters
+    )
+    env.filters["literal"] = _literal
+    env.filters["metric_part"] = _metric_part
+    env.filters["pname"] = _quantile_name
+    env.filters["promql_string"] = promql.quote
+    return env
+
+
+PROMQL_ENV = _environment()
+TEXT_ENV = _environment(
+    variable_start_string="[[",
+    variable_end_string="]]",
+    block_start_string="[%",
+    block_end_string="%]",
+    comment_start_string="[#",
+    comment_end_string="#]",
+)
+
+
+def render_promql(template: str, context: Mapping[str, Any]) -> str:
+    """Render a catalog PromQL template; trailing spaces and blank edges removed."""
+    try:
+        text = PROMQL_ENV.from_string(template).render(**context)
+    except TemplateError as exc:
+        raise TemplateFailure(f"template error: {exc}") from None
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    return "\n".join(line for line in lines if line)
+
+
+def render_text(template: str, context: Mapping[str, Any]) -> str:
+    """Render a catalog annotation template (``[[ ]]`` delimiters; Go ``{{ }}`` passes through)."""
+    try:
+        text = TEXT_ENV.from_string(template).render(**context)
+    except TemplateError as exc:
+        raise TemplateFailure(f"template error: {exc}") from None
+    return " ".join(text.split())
+
+
+_DECIMAL_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d+|\d+e-?\d+)(?![\w.])")
+
+
+def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
+    """Evaluate a small sandboxed expression of a test recipe (``900 * q``) in exact decimals.
+
+    Why: decimal literals become ``Decimal`` values, so ``0.5 * q`` never mixes floats in.
+    """
+    literals: dict[str, Decimal] = {}
+
+    def name(match: re.Match[str]) -> str:
+        key = f"__d{len(literals)}"
+        literals[key] = Decimal(match.group(1))
+        return key
+
+    rewritten = _DECIMAL_LITERAL.sub(name, expression)
+    try:
+        return PROMQL_ENV.compile_expression(rewritten)(**context, **literals)
+    except (TemplateError, TypeError, ArithmeticError) as exc:
+        raise TemplateFailure(f"cannot evaluate {expression!r}: {exc}") from None
+
+
+def go_escape(text: str, *, before_action: bool = False) -> str:
+    """Literal text for a Prometheus (Go) template: any ``{`` that would open an action is escaped.
+
+    ``before_action`` says the text is directly followed by an action, so a trailing ``{``
+    would join with it.
+    """
+    out: list[str] = []
+    for index, char in enumerate(text):
+        following = text[index + 1] if index + 1 < len(text) else ("{" if before_action else "")
+        out.append('{{ "{" }}' if char == "{" and following == "{" else char)
+    return "".join(out)
+
+
+_PLACEHOLDER = re.compile(r"\{(value|threshold|for|window|alert|service|labels\.([A-Za-z_][A-Za-z0-9_]*))\}")
+
+
+def user_text(text: str, values: Mapping[str, str], value_action: str) -> str:
+    """A user's summary/description → Go template: placeholders become actions, the rest stays literal.
+
+    ``{value}``, ``{threshold}``, ``{for}``, ``{window}``, ``{alert}``, ``{service}`` and
+    ``{labels.NAME}`` are recognised; any other text, ``{{`` included, is printed as written.
+    """
+    parts: list[str] = []
+    pos = 0
+    for match in _PLACEHOLDER.finditer(text):
+        literal = text[pos : match.start()]
+        parts.append(go_escape(literal, before_action=True))
+        key = match.group(1)
+        if key == "value":
+            parts.append(value_action)
+        elif match.group(2):
+            parts.append("{{ $labels." + match.group(2) + " }}")
+        else:
+            replacement = values.get(key, "")
+            parts.append(go_escape(replacement, before_action=True))
+        pos = match.end()
+    parts.append(go_escape(text[pos:]))
+    return "".join(parts)

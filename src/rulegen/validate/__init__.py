@@ -1,0 +1,1 @@
+"""Wrappers of the external validators (promtool)."""

@@ -1,0 +1,95 @@
+"""promtool, wrapped once: one function per verb, typed results, messages a user can act on.
+
+Why: promtool's stderr names generated files and rule indexes; users need the alert and the
+spec line it came from, and a clear message when promtool is not installed at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rulegen.errors import ToolNotFoundError
+
+Runner = Callable[[Sequence[str], Path], "subprocess.CompletedProcess[str]"]
+INSTALL_HINT = "install it with: apt-get install prometheus (Debian/Ubuntu), or set RULEGEN_PROMTOOL"
+_RULE_ERROR = re.compile(r'^(?P<file>.+?): (?P<pos>\d+:\d+: )?group "(?P<group>[^"]*)", rule (?P<index>\d+), "(?P<name>[^"]*)": (?P<msg>.*)$')
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What promtool said: ok or not, and its messages line by line."""
+
+    ok: bool
+    messages: tuple[str, ...]
+    argv: tuple[str, ...]
+
+
+def _default_runner(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv), cwd=cwd, capture_output=True, text=True, check=False, timeout=600
+    )
+
+
+def find_promtool() -> str:
+    """The promtool binary: ``$RULEGEN_PROMTOOL`` or the one on PATH."""
+    configured = os.environ.get("RULEGEN_PROMTOOL")
+    found = configured if configured and Path(configured).is_file() else shutil.which("promtool")
+    if not found:
+        raise ToolNotFoundError(f"promtool not found; {INSTALL_HINT}")
+    return found
+
+
+def version(runner: Runner = _default_runner) -> str:
+    """promtool's version line (``promtool, version 2.42.0+ds ...``)."""
+    result = runner([find_promtool(), "--version"], Path.cwd())
+    return (result.stdout or result.stderr).splitlines()[0] if (result.stdout or result.stderr) else ""
+
+
+def check_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
+    """``promtool check rules``: syntax, duplicate rules, template parsing."""
+    argv = (find_promtool(), "check", "rules", *files)
+    result = runner(argv, cwd)
+    messages = tuple(
+        line.strip()
+        for line in (result.stderr + result.stdout).splitlines()
+        if line.strip() and not line.strip().startswith(("Checking ", "SUCCESS")) and line.strip() != "FAILED:"
+    )
+    return ToolResult(result.returncode == 0, messages, argv)
+
+
+def test_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
+    """``promtool test rules``: the generated and the user's unit tests."""
+    argv = (find_promtool(), "test", "rules", *files)
+    result = runner(argv, cwd)
+    text = (result.stdout + result.stderr).strip()
+    messages = tuple(_test_failures(text)) if result.returncode != 0 else ()
+    return ToolResult(result.returncode == 0, messages, argv)
+
+
+def _test_failures(text: str) -> list[str]:
+    """Keep the failing files' blocks of promtool's report, dropping the SUCCESS noise."""
+    out: list[str] = []
+    current = ""
+    for line in text.splitlines():
+        if line.startswith("Unit Testing:"):
+            current = line.split(":", 1)[1].strip()
+            continue
+        stripped = line.rstrip()
+        if not stripped or stripped.strip() == "SUCCESS":
+            continue
+        out.append(f"{current}: {stripped.strip()}" if stripped.strip() == "FAILED:" else f"  {stripped}")
+    return out
+
+
+def parse_rule_error(line: str) -> tuple[str, str, int, str] | None:
+    """Split a ``check rules`` error into (file, group, rule index, message)."""
+    match = _RULE_ERROR.match(line)
+    if match is None:
+        return None
+    return match["file"], match["group"], int(match["index"]), match["msg"]
