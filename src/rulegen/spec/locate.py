@@ -29,6 +29,8 @@ def pydantic_diagnostics(exc: ValidationError, positions: Positions, data: Any) 
         seen.add((path, message))
         if error["type"] == "extra_forbidden":
             out.append(positions.diag(path, message, key=True))
+        elif error["type"] == "union_tag_invalid":
+            out.append(positions.diag((*path, "signal"), message))
         elif error["type"] == "missing":
             out.append(positions.diag(path[:-1], f"{path[-1]}: {message}"))
         else:

@@ -1,0 +1,5 @@
+"""``python -m rulegen``."""
+
+from rulegen.cli import main
+
+main()

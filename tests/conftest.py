@@ -1,0 +1,81 @@
+"""Shared fixtures: file trees from inline YAML, and the CLI run in-process or as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rulegen.cli import run
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden", action="store_true", help="rewrite tests/golden/*/expected from the current output"
+    )
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+def write_tree(root: Path, files: Mapping[str, str]) -> Path:
+    """Create ``files`` (path → dedented text) under ``root``; returns ``root``."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path) -> Iterator[Path]:
+    """Run the test with ``tmp_path`` as the working directory (specs/, rules/ relative to it)."""
+    before = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        os.chdir(before)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> object:
+    """Call ``rulegen`` in-process: ``cli("build", "--no-validate")`` → CliResult."""
+
+    def call(*argv: str) -> CliResult:
+        code = run(list(argv))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return call
+
+
+def run_rulegen(*argv: str, cwd: Path, env: Mapping[str, str] | None = None) -> CliResult:
+    """Run the installed console script as a real process (for exit codes and tracebacks)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "rulegen", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
