@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--update-golden", action="store_true", help="rewrite tests/golden/*/expected from the current output"
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden/*/expected from the current output",
     )
 
 

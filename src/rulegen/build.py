@@ -19,7 +19,7 @@ from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
 from rulegen.model import RuleGroup, ServiceOutput
 from rulegen.output import dump_yaml
 from rulegen.render.prometheus import rule_file
-from rulegen.render.tests import test_file
+from rulegen.render.tests import tests_file
 from rulegen.resolve import ResolvedSpec, build_groups, resolve_spec
 from rulegen.spec.loader import LoadError, load_file
 from rulegen.spec.locate import pydantic_diagnostics
@@ -58,13 +58,19 @@ def discover(paths: Sequence[Path]) -> SpecInputs:
     user_tests: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml"))
+            found = sorted(
+                p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml")
+            )
             if not found:
-                raise UsageError(f"{display(path)}: no spec files (*.yaml, *.yml) in this directory")
+                raise UsageError(
+                    f"{display(path)}: no spec files (*.yaml, *.yml) in this directory"
+                )
             specs.extend(found)
             tests = path / "tests"
             if tests.is_dir():
-                user_tests.extend(sorted(p for p in tests.iterdir() if p.suffix in (".yaml", ".yml")))
+                user_tests.extend(
+                    sorted(p for p in tests.iterdir() if p.suffix in (".yaml", ".yml"))
+                )
         elif path.is_file():
             specs.append(path)
         else:
@@ -96,12 +102,13 @@ def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
         if spec.service in services:
             diagnostics.append(
                 doc.positions.diag(
-                    ("service",), f"service {spec.service!r} is already defined in {services[spec.service]}"
+                    ("service",),
+                    f"service {spec.service!r} is already defined in {services[spec.service]}",
                 )
             )
             continue
         services[spec.service] = name
-        result, problems = resolve_spec(spec, doc.data, doc.positions, catalog)
+        result, problems = resolve_spec(spec, doc.positions, catalog)
         diagnostics.extend(problems)
         if result is not None:
             resolved.append(result)
@@ -127,7 +134,7 @@ def build(inputs: SpecInputs, catalog: Catalog) -> BuildResult:
         rules_name = f"prometheus/{spec.service}.rules.yml"
         result.files[rules_name] = dump_yaml(rule_file(groups), spec.source)
         if tests:
-            data = test_file(f"../{rules_name}", service.evaluation_interval, tests)
+            data = tests_file(f"../{rules_name}", service.evaluation_interval, tests)
             result.files[f"tests/{spec.service}.test.yml"] = dump_yaml(data, spec.source)
     if diagnostics:
         raise SpecError(diagnostics)
@@ -151,12 +158,16 @@ def validate(folder: Path, result: BuildResult) -> list[str]:
     tests = sorted(name for name in result.files if name.startswith("tests/"))
     checked = promtool.check_rules(rules, folder)
     if not checked.ok:
-        raise ValidationFailed(["promtool check rules failed:", *_map_rule_errors(checked.messages, result)])
+        raise ValidationFailed(
+            ["promtool check rules failed:", *_map_rule_errors(checked.messages, result)]
+        )
     summary = [f"promtool check rules: {len(rules)} file(s) ok"]
     if tests:
-        tested = promtool.test_rules(tests, folder)
+        tested = promtool.run_tests(tests, folder)
         if not tested.ok:
-            raise ValidationFailed(["promtool test rules failed:", *_map_test_errors(tested.messages, result)])
+            raise ValidationFailed(
+                ["promtool test rules failed:", *_map_test_errors(tested.messages, result)]
+            )
         summary.append(f"promtool test rules: {len(tests)} file(s) passed")
     return summary
 

@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rulegen",
-        description="Typed YAML specs → Prometheus rules and promtool tests, validated by promtool.",
+        description="Typed YAML specs → Prometheus rules and promtool tests (validated).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -51,11 +51,15 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="render, validate and test specs into DIR", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     b.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
-    b.add_argument("--out", type=Path, default=Path("rules"), help="output folder (default: rules/)")
-    b.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if DIR is stale")
+    b.add_argument(
+        "--out", type=Path, default=Path("rules"), help="output folder (default: rules/)"
+    )
+    b.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 with a diff if DIR is stale"
+    )
     b.add_argument("--no-validate", action="store_true", help="skip promtool check/test")
     b.add_argument("--templates", type=Path, action="append", default=None,
-                   help="folder of extra signal definitions (default: templates/ if present)")  # fmt: skip
+                   help="extra signal definitions folder (default: templates/)")  # fmt: skip
     v = sub.add_parser("validate", help="check specs only; write nothing")
     v.add_argument("paths", nargs="+", type=Path)
     v.add_argument("--templates", type=Path, action="append", default=None)
@@ -130,7 +134,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 2
     except StaleOutput as exc:
         sys.stdout.write(exc.diff)
-        print("rulegen: output is stale; run `rulegen build` and commit the result", file=sys.stderr)
+        print(
+            "rulegen: output is stale; run `rulegen build` and commit the result", file=sys.stderr
+        )
         return 1
     except ValidationFailed as exc:
         for message in exc.messages:

@@ -42,7 +42,7 @@ def _unsupported(name: str) -> str:
 
 
 def _g4(value: float) -> str:
-    return "%.4g" % value
+    return f"{value:.4g}"
 
 
 def _go_float(value: float) -> str:

@@ -7,7 +7,6 @@ with fixed options, and a failed build must never leave a half-written ``rules/`
 from __future__ import annotations
 
 import difflib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -15,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # type: ignore[assignment]
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -81,21 +78,23 @@ def _swap(new: Path, current: Path) -> None:
     old = current.with_name(f".{current.name}.old")
     shutil.rmtree(old, ignore_errors=True)
     if current.exists():
-        os.replace(current, old)
+        current.replace(old)
     if new.exists():
-        os.replace(new, current)
+        new.replace(current)
     shutil.rmtree(old, ignore_errors=True)
 
 
 def diff_tree(out_dir: Path, files: Mapping[str, str], owned: tuple[str, ...]) -> str:
-    """A unified diff from what is on disk under ``owned`` folders to ``files``; empty when equal."""
+    """A unified diff from the ``owned`` folders on disk to ``files``; empty when equal."""
     on_disk: dict[str, str] = {}
     for folder in owned:
         base = out_dir / folder
         if base.is_dir():
             for path in sorted(base.rglob("*")):
                 if path.is_file():
-                    on_disk[path.relative_to(out_dir).as_posix()] = path.read_text("utf-8", "replace")
+                    on_disk[path.relative_to(out_dir).as_posix()] = path.read_text(
+                        "utf-8", "replace"
+                    )
     chunks: list[str] = []
     for name in sorted(set(on_disk) | set(files)):
         before, after = on_disk.get(name), files.get(name)

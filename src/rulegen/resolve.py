@@ -82,7 +82,7 @@ def _fmt(path: PathKey) -> str:
 
 
 def resolve_spec(
-    spec: Any, raw: Mapping[str, Any], positions: Positions, catalog: Catalog
+    spec: Any, positions: Positions, catalog: Catalog
 ) -> tuple[ResolvedSpec | None, list[Diagnostic]]:
     """Resolve one validated spec; returns the result or the diagnostics that prevent it."""
     col = _Collector(positions)
@@ -107,7 +107,9 @@ def resolve_spec(
         names[name] = index
         context = _AlertContext(col, path, spec, name, spec_labels, evaluation or Decimal(30))
         resolved = (
-            _custom(context, alert) if signal is None else _catalog(context, alert, signal, selectors)
+            _custom(context, alert)
+            if signal is None
+            else _catalog(context, alert, signal, selectors)
         )
         if resolved is not None:
             alerts.append(resolved)
@@ -129,7 +131,9 @@ class _AlertContext:
     evaluation: Decimal
 
 
-def _duration(col: _Collector, path: PathKey, text: str, *, positive: bool = False) -> Decimal | None:
+def _duration(
+    col: _Collector, path: PathKey, text: str, *, positive: bool = False
+) -> Decimal | None:
     try:
         value = units.parse_duration(text)
     except units.UnitError as exc:
@@ -147,7 +151,9 @@ def _selectors(
     out: dict[str, tuple[promql.Matcher, ...]] = {}
     for family, text in selectors.items():
         if family not in catalog.families:
-            col.error(("selectors", family), f"unknown family (known: {', '.join(catalog.families)})")
+            col.error(
+                ("selectors", family), f"unknown family (known: {', '.join(catalog.families)})"
+            )
             continue
         try:
             out[family] = promql.parse_matchers(text)
@@ -156,10 +162,14 @@ def _selectors(
     return out
 
 
-def _labels(col: _Collector, path: PathKey, labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+def _labels(
+    col: _Collector, path: PathKey, labels: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
     for key in labels:
         if not promql.LABEL_NAME.match(key) or key.startswith("__"):
-            col.error((*path, key), "invalid label name (expected [a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)")
+            col.error(
+                (*path, key), "invalid label name (expected [a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)"
+            )
         elif key in RESERVED_LABELS:
             col.error((*path, key), f"label {key!r} is set by rulegen and cannot be overridden")
     return tuple(sorted(labels.items()))
@@ -324,7 +334,9 @@ def _window(
 ) -> tuple[str | None, Decimal]:
     if signal.defaults.window is None:
         if raw is not None:
-            col.error((*path, "window"), f"signal {signal.signal} reads a gauge and takes no window")
+            col.error(
+                (*path, "window"), f"signal {signal.signal} reads a gauge and takes no window"
+            )
         return None, Decimal(0)
     seconds = _duration(col, (*path, "window"), raw or signal.defaults.window, positive=True)
     if seconds is None:
@@ -376,16 +388,19 @@ def _param_value(kind: str, value: Any) -> Any:
         if not bounds or any(b <= a for a, b in zip(bounds, bounds[1:], strict=False)):
             raise ValueError("buckets must be a non-empty, strictly increasing list")
         return tuple(bounds)
+    if kind == "duration":
+        return units.parse_duration(str(value))
     parser = {
         "number": units.parse_number,
         "percent": units.parse_percent,
         "bandwidth": units.parse_bandwidth,
-        "duration": lambda v: units.parse_duration(str(v)),
     }[kind]
     return parser(value)
 
 
-def _check_buckets(col: _Collector, path: PathKey, params: Mapping[str, Any], threshold: Decimal) -> None:
+def _check_buckets(
+    col: _Collector, path: PathKey, params: Mapping[str, Any], threshold: Decimal
+) -> None:
     bounds: tuple[Decimal, ...] = params["buckets"]
     if threshold >= bounds[-1]:
         col.error(

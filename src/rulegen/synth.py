@@ -72,7 +72,7 @@ def alert_test(alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal) -> Te
     plan, timing = _plan_and_timing(alert, signal, evaluation, scrape)
     scenarios = _scenarios(alert, signal, plan)
     steps = int((timing.check + 2 * evaluation) / scrape) + 1
-    series = tuple(s for sc in scenarios for s in _series(alert, signal, sc, plan, scrape, steps))
+    series = tuple(s for sc in scenarios for s in _series(alert, sc, plan, scrape, steps))
     fire = scenarios[0]
     labels = _expected_labels(alert, signal, fire)
     annotations = tuple(
@@ -81,10 +81,11 @@ def alert_test(alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal) -> Te
     expected = ExpectedAlert(tuple(sorted(labels.items())), annotations)
     checks, exprs = _checks(alert, timing, evaluation, expected, scenarios)
     neutral = ", ".join(s.name for s in scenarios[2:])
-    name = (
-        f"{alert.name}: fires at {_value_text(signal, plan.fire)} after {units.format_duration(alert.for_seconds)}; "
-        f"silent at {_value_text(signal, plan.quiet)}" + (f" and for {neutral}" if neutral else "")
-    )
+    fires = _value_text(signal, plan.fire)
+    quiet = _value_text(signal, plan.quiet)
+    after = units.format_duration(alert.for_seconds)
+    name = f"{alert.name}: fires at {fires} after {after}; silent at {quiet}"
+    name += f" and for {neutral}" if neutral else ""
     return TestCase(name, units.format_duration(scrape), series, checks, exprs)
 
 
@@ -125,7 +126,9 @@ def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal) -> _Plan:
 
 def _above(threshold: Decimal, limit: Decimal | None, integer: bool, factor: Decimal) -> Decimal:
     if integer:
-        return threshold.to_integral_value(ROUND_FLOOR) + (factor * 10 - 10).to_integral_value(ROUND_CEILING)
+        return threshold.to_integral_value(ROUND_FLOOR) + (factor * 10 - 10).to_integral_value(
+            ROUND_CEILING
+        )
     value = threshold * factor if threshold > 0 else factor - 1
     if limit is not None and value >= limit:
         value = threshold + (limit - threshold) * (factor - 1) * 5
@@ -170,7 +173,11 @@ class _Timing:
 
 
 def _timing(
-    alert: ResolvedAlert, signal: SignalDef, fire_value: Decimal, evaluation: Decimal, scrape: Decimal
+    alert: ResolvedAlert,
+    signal: SignalDef,
+    fire_value: Decimal,
+    evaluation: Decimal,
+    scrape: Decimal,
 ) -> _Timing:
     settle = signal.test.settle
     first = Decimal(0) if settle == "instant" else _grid(scrape, evaluation)
@@ -240,7 +247,9 @@ def _truthy(expression: str, context: Mapping[str, Any]) -> bool:
         raise SynthError(str(exc)) from None
 
 
-def _satisfy(labels: dict[str, str], matchers: tuple[promql.Matcher, ...], vary: str) -> dict[str, str]:
+def _satisfy(
+    labels: dict[str, str], matchers: tuple[promql.Matcher, ...], vary: str
+) -> dict[str, str]:
     """Give the scenario labels values that every selector and matcher of the alert accepts."""
     out = dict(labels)
     for matcher in matchers:
@@ -270,14 +279,18 @@ def _sample(matcher: promql.Matcher) -> str | None:
     if matcher.op in ("!=", "!~"):
         return "rulegen-test"
     first = matcher.value.split("|")[0].strip("()^$")
-    for pattern, repl in ((r"\\d\+|\\d\*", "0"), (r"\.\+", "0"), (r"\.\*", ""), (r"\[(.)[^\]]*\][+*]?", r"\1")):
+    for pattern, repl in (
+        (r"\\d\+|\\d\*", "0"),
+        (r"\.\+", "0"),
+        (r"\.\*", ""),
+        (r"\[(.)[^\]]*\][+*]?", r"\1"),
+    ):
         first = re.sub(pattern, repl, first)
     return first.replace("\\", "") or None
 
 
 def _series(
     alert: ResolvedAlert,
-    signal: SignalDef,
     scenario: _Scenario,
     plan: _Plan,
     scrape: Decimal,
@@ -338,12 +351,24 @@ def _histogram(
     for bound in bounds:
         count = per_step if bound >= bucket else Decimal(0)
         labels = {**scenario.labels, "le": repr(float(bound))}
-        out.append(InputSeries(_selector(f"{metric}_bucket", labels), f"0+{units.literal(count)}x{steps}"))
+        out.append(
+            InputSeries(_selector(f"{metric}_bucket", labels), f"0+{units.literal(count)}x{steps}")
+        )
     inf = {**scenario.labels, "le": "+Inf"}
-    out.append(InputSeries(_selector(f"{metric}_bucket", inf), f"0+{units.literal(per_step)}x{steps}"))
+    out.append(
+        InputSeries(_selector(f"{metric}_bucket", inf), f"0+{units.literal(per_step)}x{steps}")
+    )
     observed = per_step * (bucket if bucket <= bounds[-1] else bounds[-1] * 2)
-    out.append(InputSeries(_selector(f"{metric}_count", scenario.labels), f"0+{units.literal(per_step)}x{steps}"))
-    out.append(InputSeries(_selector(f"{metric}_sum", scenario.labels), f"0+{units.literal(observed)}x{steps}"))
+    out.append(
+        InputSeries(
+            _selector(f"{metric}_count", scenario.labels), f"0+{units.literal(per_step)}x{steps}"
+        )
+    )
+    out.append(
+        InputSeries(
+            _selector(f"{metric}_sum", scenario.labels), f"0+{units.literal(observed)}x{steps}"
+        )
+    )
     return out
 
 
@@ -393,9 +418,19 @@ def _checks(
         )  # fmt: skip
     elif timing.active >= evaluation:
         checks.append(
-            AlertCheck(at(timing.active - evaluation), alert.name, (), "not firing before the threshold is crossed")
+            AlertCheck(
+                at(timing.active - evaluation),
+                alert.name,
+                (),
+                "not firing before the threshold is crossed",
+            )
         )
     checks.append(
-        AlertCheck(at(timing.check), alert.name, (expected,), f"fires with exact labels and annotations; silent for: {others}")
+        AlertCheck(
+            at(timing.check),
+            alert.name,
+            (expected,),
+            f"fires with exact labels and annotations; silent for: {others}",
+        )
     )
     return tuple(checks), tuple(exprs)

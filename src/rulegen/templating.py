@@ -120,11 +120,15 @@ def go_escape(text: str, *, before_action: bool = False) -> str:
     return "".join(out)
 
 
-_PLACEHOLDER = re.compile(r"\{(value|threshold|for|window|alert|service|labels\.([A-Za-z_][A-Za-z0-9_]*))\}")
+_PLACEHOLDER = re.compile(
+    r"\{(value|threshold|for|window|alert|service|labels\.([A-Za-z_][A-Za-z0-9_]*))\}"
+)
 
 
 def user_text(text: str, values: Mapping[str, str], value_action: str) -> str:
-    """A user's summary/description → Go template: placeholders become actions, the rest stays literal.
+    """A user's summary or description → Go template: placeholders become actions.
+
+    The rest stays literal.
 
     ``{value}``, ``{threshold}``, ``{for}``, ``{window}``, ``{alert}``, ``{service}`` and
     ``{labels.NAME}`` are recognised; any other text, ``{{`` included, is printed as written.

@@ -42,7 +42,9 @@ def parse_duration(text: str) -> Decimal:
     if not text or match is None:
         raise UnitError(f"invalid duration {text!r} (expected Prometheus syntax like 30s, 5m, 1h)")
     total = Decimal(0)
-    for unit, group in zip(("y", "w", "d", "h", "m", "s", "ms"), (2, 4, 6, 8, 10, 12, 14), strict=True):
+    for unit, group in zip(
+        ("y", "w", "d", "h", "m", "s", "ms"), (2, 4, 6, 8, 10, 12, 14), strict=True
+    ):
         if match.group(group):
             total += Decimal(match.group(group)) * _DURATION_UNITS[unit]
     return total
@@ -83,7 +85,7 @@ def parse_number(value: object) -> Decimal:
 
 
 def parse_bandwidth(value: object) -> Decimal:
-    """``100Gbps`` / ``25Gbit/s`` (bits) or ``12.5GB/s`` / a plain number (bytes) to bytes per second."""
+    """``100Gbps``/``25Gbit/s`` (bits) or ``12.5GB/s``/a number (bytes) to bytes per second."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return _decimal(repr(value))
     if not isinstance(value, str):
@@ -111,7 +113,7 @@ def _decimal(text: str) -> Decimal:
 
 
 def literal(value: Decimal) -> str:
-    """The shortest exact PromQL/YAML literal for a Decimal (``0.005``, ``12500000000``, ``1e-06``)."""
+    """The shortest exact PromQL literal for a Decimal (``0.005``, ``12500000000``, ``1e-06``)."""
     normal = value.normalize()
     if normal == normal.to_integral_value():
         return str(int(normal))

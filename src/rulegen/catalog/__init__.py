@@ -75,7 +75,9 @@ def _add(
     if signal.signal in signals or signal.signal == "custom":
         where = signals[signal.signal].source if signal.signal in signals else "built-in"
         diagnostics.append(
-            doc.positions.diag(("signal",), f"signal {signal.signal!r} is already defined ({where})")
+            doc.positions.diag(
+                ("signal",), f"signal {signal.signal!r} is already defined ({where})"
+            )
         )
         return
     signals[signal.signal] = signal

@@ -7,7 +7,9 @@ from typing import Any
 from rulegen.model import TestCase
 
 
-def test_file(rule_file: str, evaluation_interval: str, cases: tuple[TestCase, ...]) -> dict[str, Any]:
+def tests_file(
+    rule_file: str, evaluation_interval: str, cases: tuple[TestCase, ...]
+) -> dict[str, Any]:
     """The data of one promtool test file; ``rule_file`` is relative to the test file."""
     return {
         "rule_files": [rule_file],
@@ -38,7 +40,9 @@ def _case(case: TestCase) -> dict[str, Any]:
             {
                 "expr": check.expr,
                 "eval_time": check.eval_time,
-                "exp_samples": [{"labels": labels, "value": float(value)} for labels, value in check.samples],
+                "exp_samples": [
+                    {"labels": labels, "value": float(value)} for labels, value in check.samples
+                ],
             }
             for check in case.expr_checks
         ]

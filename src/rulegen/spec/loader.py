@@ -76,13 +76,17 @@ def load_file(path: Path, display: str) -> LoadedDocument:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise LoadError(Diagnostic(display, 1, 1, "", f"cannot read file: {exc.strerror}")) from None
+        raise LoadError(
+            Diagnostic(display, 1, 1, "", f"cannot read file: {exc.strerror}")
+        ) from None
     if len(raw) > MAX_BYTES:
         raise LoadError(Diagnostic(display, 1, 1, "", f"file is larger than {MAX_BYTES} bytes"))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise LoadError(Diagnostic(display, 1, 1, "", f"file is not UTF-8 ({exc.reason})")) from None
+        raise LoadError(
+            Diagnostic(display, 1, 1, "", f"file is not UTF-8 ({exc.reason})")
+        ) from None
     return load_text(text, display)
 
 
@@ -141,7 +145,10 @@ class _Builder:
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key_pos = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            if (
+                not isinstance(key_node, yaml.ScalarNode)
+                or key_node.tag == "tag:yaml.org,2002:merge"
+            ):
                 raise LoadError(
                     _at(self.positions.file, key_pos, path, "keys must be plain strings")
                 )

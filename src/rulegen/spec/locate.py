@@ -63,35 +63,34 @@ def _data_path(loc: tuple[int | str, ...], data: Any) -> PathKey:
     return tuple(path)
 
 
+_SIMPLE = {
+    "extra_forbidden": "unknown key",
+    "missing": "required field is missing",
+    "union_tag_not_found": "required field 'signal' is missing",
+    "string_type": "must be a string (got {got})",
+    "dict_type": "must be a mapping (got {got})",
+    "model_type": "must be a mapping (got {got})",
+    "model_attributes_type": "must be a mapping (got {got})",
+    "list_type": "must be a list (got {got})",
+    "int_type": "must be an integer (got {got})",
+    "int_parsing": "must be an integer (got {got})",
+    "bool_type": "must be true or false (got {got})",
+    "bool_parsing": "must be true or false (got {got})",
+    "literal_error": "must be one of {expected} (got {got})",
+    "string_pattern_mismatch": "must match {pattern} (got {got})",
+    "string_too_long": "must be at most {max_length} characters",
+    "too_short": "must not be empty",
+    "union_tag_invalid": "unknown signal {tag!r} (known: {expected_tags})",
+}
+
+
 def _message(error: ErrorDetails) -> str:
-    kind = error["type"]
-    got = error.get("input")
-    if kind == "extra_forbidden":
-        return "unknown key"
-    if kind == "missing":
-        return "required field is missing"
-    if kind == "literal_error":
-        expected = error.get("ctx", {}).get("expected", "")
-        return f"must be one of {expected} (got {_show(got)})"
-    if kind == "string_type":
-        return f"must be a string (got {_show(got)})"
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"must be a mapping (got {_show(got)})"
-    if kind == "list_type":
-        return f"must be a list (got {_show(got)})"
-    if kind == "int_type" or kind == "int_parsing":
-        return f"must be an integer (got {_show(got)})"
-    if kind == "bool_type" or kind == "bool_parsing":
-        return f"must be true or false (got {_show(got)})"
-    if kind == "string_pattern_mismatch":
-        pattern = error.get("ctx", {}).get("pattern", "")
-        return f"must match {pattern} (got {_show(got)})"
-    if kind == "union_tag_invalid":
-        tag = error.get("ctx", {}).get("tag", "")
-        expected = error.get("ctx", {}).get("expected_tags", "")
-        return f"unknown signal {tag!r} (known: {expected})"
-    if kind == "union_tag_not_found":
-        return "required field 'signal' is missing"
+    """Pydantic's error in the words of the spec, through one table."""
+    template = _SIMPLE.get(error["type"])
+    if template is not None:
+        context = {"expected": "", "pattern": "", "tag": "", "expected_tags": "", "max_length": ""}
+        context.update({k: v for k, v in error.get("ctx", {}).items()})
+        return template.format(got=_show(error.get("input")), **context)
     message = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):

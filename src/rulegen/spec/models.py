@@ -49,7 +49,7 @@ class CustomAlert(AlertBase):
     """An alert on a user-written PromQL expression."""
 
     signal: Literal["custom"]
-    name: str = Field(pattern=ALERT_NAME)  # type: ignore[assignment]  # required for custom
+    name: str = Field(pattern=ALERT_NAME)
     expr: str
 
 
@@ -74,18 +74,16 @@ def spec_model(catalog: Catalog) -> type[SpecModel]:
         params: dict[str, Any] = {
             key: (_param_type(p.type), None) for key, p in sorted(signal.params.items())
         }
+        tag: Any = Literal[name]
+        params["signal"] = (tag, ...)
         variants.append(
-            create_model(  # type: ignore[call-overload]  # dynamic fields
-                f"Alert_{name}",
-                __base__=CatalogAlert,
-                __doc__=signal.about,
-                signal=(Literal[name], ...),
-                **params,
-            )
+            create_model(f"Alert_{name}", __base__=CatalogAlert, __doc__=signal.about, **params)
         )
-    alert_union = Annotated[Union[tuple(variants)], Field(discriminator="signal")]  # noqa: UP007
+    union: Any = Union[tuple(variants)]  # noqa: UP007  # built at run time from the catalog
+    alert: Any = Annotated[union, Field(discriminator="signal")]
+    alerts: Any = list[alert]
     model: type[SpecModel] = create_model(
-        "Spec", __base__=SpecModel, alerts=(list[alert_union], Field(min_length=1))
+        "Spec", __base__=SpecModel, alerts=(alerts, Field(min_length=1))
     )
     return model
 

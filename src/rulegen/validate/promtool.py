@@ -17,8 +17,13 @@ from pathlib import Path
 from rulegen.errors import ToolNotFoundError
 
 Runner = Callable[[Sequence[str], Path], "subprocess.CompletedProcess[str]"]
-INSTALL_HINT = "install it with: apt-get install prometheus (Debian/Ubuntu), or set RULEGEN_PROMTOOL"
-_RULE_ERROR = re.compile(r'^(?P<file>.+?): (?P<pos>\d+:\d+: )?group "(?P<group>[^"]*)", rule (?P<index>\d+), "(?P<name>[^"]*)": (?P<msg>.*)$')
+INSTALL_HINT = (
+    "install it with: apt-get install prometheus (Debian/Ubuntu), or set RULEGEN_PROMTOOL"
+)
+_RULE_ERROR = re.compile(
+    r'^(?P<file>.+?): (?P<pos>\d+:\d+: )?group "(?P<group>[^"]*)", '
+    r'rule (?P<index>\d+), "(?P<name>[^"]*)": (?P<msg>.*)$'
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,9 @@ def find_promtool() -> str:
 def version(runner: Runner = _default_runner) -> str:
     """promtool's version line (``promtool, version 2.42.0+ds ...``)."""
     result = runner([find_promtool(), "--version"], Path.cwd())
-    return (result.stdout or result.stderr).splitlines()[0] if (result.stdout or result.stderr) else ""
+    return (
+        (result.stdout or result.stderr).splitlines()[0] if (result.stdout or result.stderr) else ""
+    )
 
 
 def check_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
@@ -58,12 +65,14 @@ def check_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runne
     messages = tuple(
         line.strip()
         for line in (result.stderr + result.stdout).splitlines()
-        if line.strip() and not line.strip().startswith(("Checking ", "SUCCESS")) and line.strip() != "FAILED:"
+        if line.strip()
+        and not line.strip().startswith(("Checking ", "SUCCESS"))
+        and line.strip() != "FAILED:"
     )
     return ToolResult(result.returncode == 0, messages, argv)
 
 
-def test_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
+def run_tests(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
     """``promtool test rules``: the generated and the user's unit tests."""
     argv = (find_promtool(), "test", "rules", *files)
     result = runner(argv, cwd)
@@ -83,7 +92,9 @@ def _test_failures(text: str) -> list[str]:
         stripped = line.rstrip()
         if not stripped or stripped.strip() == "SUCCESS":
             continue
-        out.append(f"{current}: {stripped.strip()}" if stripped.strip() == "FAILED:" else f"  {stripped}")
+        out.append(
+            f"{current}: {stripped.strip()}" if stripped.strip() == "FAILED:" else f"  {stripped}"
+        )
     return out
 
 
