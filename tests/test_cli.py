@@ -1,0 +1,159 @@
+"""The command line end to end: build, --check, validate, schema, exit codes, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, CliResult, run_rulegen, write_tree
+
+Cli = Callable[..., CliResult]
+
+
+def _copy_example(dest: Path) -> Path:
+    shutil.copytree(REPO / "specs", dest / "specs")
+    shutil.copytree(REPO / "templates", dest / "templates")
+    shutil.copytree(REPO / "rules", dest / "rules")
+    return dest
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    committed = _snapshot(in_tmp / "rules")
+    shutil.rmtree(in_tmp / "rules")
+    result = cli("build")
+    assert result.code == 0, result.err
+    assert "promtool test rules: 2 file(s) passed" in result.out
+    assert _snapshot(in_tmp / "rules") == committed
+
+
+def test_check_is_green_on_a_clean_tree(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    result = cli("build", "--check")
+    assert (result.code, result.out.strip()) == (0, "rules: up to date (3 files)")
+
+
+def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    spec = in_tmp / "specs" / "llm-serving.yaml"
+    spec.write_text(spec.read_text().replace("threshold: 5ms", "threshold: 7ms"))
+    before = _snapshot(in_tmp / "rules")
+    result = cli("build", "--check")
+    assert result.code == 1
+    assert "-    expr: instance_device:node_disk_await_seconds:rate1m > 0.005\n" in result.out
+    assert "+    expr: instance_device:node_disk_await_seconds:rate1m > 0.007\n" in result.out
+    assert result.out.startswith("--- a/rules/prometheus/deepseek-v4.rules.yml\n")
+    assert "output is stale" in result.err
+    assert _snapshot(in_tmp / "rules") == before
+
+
+def test_check_reports_a_stray_file_in_the_output(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    (in_tmp / "rules" / "prometheus" / "old.rules.yml").write_text("groups: []\n")
+    result = cli("build", "--check")
+    assert result.code == 1
+    assert "--- a/rules/prometheus/old.rules.yml\n+++ /dev/null" in result.out
+
+
+def test_two_builds_write_identical_bytes(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    assert cli("build", "--no-validate", "--out", "a").code == 0
+    assert cli("build", "--no-validate", "--out", "b").code == 0
+    assert _snapshot(in_tmp / "a") == _snapshot(in_tmp / "b")
+
+
+def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    user_test = in_tmp / "specs" / "tests" / "gpu-temperature.test.yml"
+    user_test.write_text(user_test.read_text().replace("at 88°C\n", "at 89°C\n"))
+    spec = in_tmp / "specs" / "llm-serving.yaml"
+    spec.write_text(spec.read_text().replace("threshold: 5ms", "threshold: 7ms"))
+    before = _snapshot(in_tmp / "rules")
+    result = cli("build")
+    assert result.code == 1
+    assert "specs/llm-serving.yaml:121:5: alerts[20]: alertname: GpuTemperatureHigh" in result.err
+    assert result.err.rstrip().endswith("rulegen: validation failed; nothing written")
+    assert _snapshot(in_tmp / "rules") == before
+    assert not [p for p in in_tmp.joinpath("rules").iterdir() if p.name.startswith(".")]
+
+
+def test_missing_promtool_exits_3_with_install_hint(tmp_path: Path) -> None:
+    _copy_example(tmp_path)
+    venv_bin = Path(shutil.which("python3") or "python3").parent
+    result = run_rulegen("build", cwd=tmp_path, env={"PATH": str(venv_bin), "RULEGEN_PROMTOOL": ""})
+    assert result.code == 3, result.err
+    assert result.err.strip() == (
+        "rulegen: error: promtool not found; install it with: apt-get install prometheus "
+        "(Debian/Ubuntu), or set RULEGEN_PROMTOOL"
+    )
+    assert "Traceback" not in result.err
+
+
+def test_no_validate_builds_without_promtool(tmp_path: Path) -> None:
+    _copy_example(tmp_path)
+    venv_bin = Path(shutil.which("python3") or "python3").parent
+    result = run_rulegen("build", "--no-validate", "--out", "out", cwd=tmp_path, env={"PATH": str(venv_bin)})
+    assert result.code == 0, result.err
+    assert (tmp_path / "out" / "prometheus" / "deepseek-v4.rules.yml").is_file()
+
+
+def test_validate_checks_specs_and_writes_nothing(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    shutil.rmtree(in_tmp / "rules")
+    result = cli("validate", "specs")
+    assert (result.code, result.out.strip()) == (0, "1 spec(s) valid")
+    assert not (in_tmp / "rules").exists()
+
+
+def test_schema_is_json_schema_of_the_spec(in_tmp: Path, cli: Cli) -> None:
+    result = cli("schema")
+    schema = json.loads(result.out)
+    assert schema["title"] == "rulegen spec (version 1)"
+    assert "Alert_disk_await" in schema["$defs"]
+    assert set(schema["required"]) == {"version", "service", "alerts"}
+
+
+def test_committed_schema_is_up_to_date(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    result = cli("schema")
+    assert result.out == (REPO / "schema" / "rulegen.schema.json").read_text(), "run make schema"
+
+
+def test_version_prints_and_exits_0() -> None:
+    result = run_rulegen("--version", cwd=REPO)
+    assert (result.code, result.out.strip()) == (0, "rulegen 0.1.0")
+
+
+def test_usage_error_exits_2(cli: Cli) -> None:
+    result = cli("build", "--bogus")
+    assert result.code == 2
+    assert result.err.strip() == "rulegen: error: rulegen: unrecognized arguments: --bogus"
+
+
+def test_user_templates_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -> None:
+    write_tree(
+        in_tmp,
+        {
+            "specs/a.yaml": """
+                version: 1
+                service: a
+                alerts:
+                  - {signal: nvlink_utilization, threshold: 90%, severity: info}
+            """,
+        },
+    )
+    missing = cli("build", "--no-validate")
+    assert missing.code == 2
+    assert "specs/a.yaml:4:14: alerts[0].signal: unknown signal 'nvlink_utilization'" in missing.err
+    result = cli("build", "--templates", str(REPO / "templates"))
+    assert result.code == 0, result.err
+    rules = (in_tmp / "rules" / "prometheus" / "a.rules.yml").read_text()
+    assert "instance_gpu:dcgm_nvlink_bytes:utilization > 0.9" in rules

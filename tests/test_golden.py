@@ -1,0 +1,56 @@
+"""Golden files: rendered output of small specs, byte for byte. `make update-golden` rewrites them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rulegen.build import build, discover
+from rulegen.catalog import load_catalog
+
+GOLDEN = Path(__file__).parent / "golden"
+CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "specs").is_dir())
+
+
+def _render(case: Path) -> dict[str, str]:
+    catalog = load_catalog()
+    return build(discover([Path("specs")]), catalog).files
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rendered_output_matches_golden(
+    case: str, update_golden: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = GOLDEN / case
+    monkeypatch.chdir(folder)
+    files = _render(folder)
+    expected = folder / "expected"
+    if update_golden:
+        shutil.rmtree(expected, ignore_errors=True)
+        for name, text in files.items():
+            (expected / name).parent.mkdir(parents=True, exist_ok=True)
+            (expected / name).write_text(text, encoding="utf-8")
+    on_disk = {
+        p.relative_to(expected).as_posix(): p.read_text("utf-8")
+        for p in sorted(expected.rglob("*"))
+        if p.is_file()
+    }
+    assert sorted(on_disk) == sorted(files), "golden file set differs; run make update-golden"
+    for name, text in files.items():
+        assert text == on_disk[name], f"{case}/{name} differs; run make update-golden and review"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_output_passes_promtool(case: str, tmp_path: Path) -> None:
+    """The golden rules pass promtool check and their generated tests pass promtool test."""
+    import subprocess
+
+    expected = GOLDEN / case / "expected"
+    shutil.copytree(expected, tmp_path / "out")
+    rules = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.rules.yml"))
+    tests = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.test.yml"))
+    for argv in (["promtool", "check", "rules", *rules], ["promtool", "test", "rules", *tests]):
+        proc = subprocess.run(argv, cwd=tmp_path / "out", capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
