@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, CliResult, run_rulegen, write_tree
 
 Cli = Callable[..., CliResult]
@@ -22,7 +21,11 @@ def _copy_example(dest: Path) -> Path:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: Cli) -> None:
@@ -70,7 +73,9 @@ def test_two_builds_write_identical_bytes(in_tmp: Path, cli: Cli) -> None:
     assert _snapshot(in_tmp / "a") == _snapshot(in_tmp / "b")
 
 
-def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(in_tmp: Path, cli: Cli) -> None:
+def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
+    in_tmp: Path, cli: Cli
+) -> None:
     _copy_example(in_tmp)
     user_test = in_tmp / "specs" / "tests" / "gpu-temperature.test.yml"
     user_test.write_text(user_test.read_text().replace("at 88°C\n", "at 89°C\n"))
@@ -100,7 +105,9 @@ def test_missing_promtool_exits_3_with_install_hint(tmp_path: Path) -> None:
 def test_no_validate_builds_without_promtool(tmp_path: Path) -> None:
     _copy_example(tmp_path)
     venv_bin = Path(shutil.which("python3") or "python3").parent
-    result = run_rulegen("build", "--no-validate", "--out", "out", cwd=tmp_path, env={"PATH": str(venv_bin)})
+    result = run_rulegen(
+        "build", "--no-validate", "--out", "out", cwd=tmp_path, env={"PATH": str(venv_bin)}
+    )
     assert result.code == 0, result.err
     assert (tmp_path / "out" / "prometheus" / "deepseek-v4.rules.yml").is_file()
 
@@ -113,7 +120,7 @@ def test_validate_checks_specs_and_writes_nothing(in_tmp: Path, cli: Cli) -> Non
     assert not (in_tmp / "rules").exists()
 
 
-def test_schema_is_json_schema_of_the_spec(in_tmp: Path, cli: Cli) -> None:
+def test_schema_is_json_schema_of_the_spec(cli: Cli) -> None:
     result = cli("schema")
     schema = json.loads(result.out)
     assert schema["title"] == "rulegen spec (version 1)"

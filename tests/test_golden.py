@@ -1,4 +1,4 @@
-"""Golden files: rendered output of small specs, byte for byte. `make update-golden` rewrites them."""
+"""Golden files: rendered output of small specs, byte for byte (`make update-golden`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "specs").is_dir())
 
 
-def _render(case: Path) -> dict[str, str]:
+def _render() -> dict[str, str]:
     catalog = load_catalog()
     return build(discover([Path("specs")]), catalog).files
 
@@ -25,7 +25,7 @@ def test_rendered_output_matches_golden(
 ) -> None:
     folder = GOLDEN / case
     monkeypatch.chdir(folder)
-    files = _render(folder)
+    files = _render()
     expected = folder / "expected"
     if update_golden:
         shutil.rmtree(expected, ignore_errors=True)
@@ -49,8 +49,14 @@ def test_golden_output_passes_promtool(case: str, tmp_path: Path) -> None:
 
     expected = GOLDEN / case / "expected"
     shutil.copytree(expected, tmp_path / "out")
-    rules = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.rules.yml"))
-    tests = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.test.yml"))
+    rules = sorted(
+        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.rules.yml")
+    )
+    tests = sorted(
+        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.test.yml")
+    )
     for argv in (["promtool", "check", "rules", *rules], ["promtool", "test", "rules", *tests]):
-        proc = subprocess.run(argv, cwd=tmp_path / "out", capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            argv, cwd=tmp_path / "out", capture_output=True, text=True, check=False
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -9,11 +9,12 @@ did not write.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rulegen import promql, units
@@ -66,10 +67,25 @@ TEXT_ENV = _environment(
 )
 
 
+@lru_cache(maxsize=1024)
+def _promql_template(source: str) -> Template:
+    return PROMQL_ENV.from_string(source)
+
+
+@lru_cache(maxsize=1024)
+def _text_template(source: str) -> Template:
+    return TEXT_ENV.from_string(source)
+
+
+@lru_cache(maxsize=1024)
+def _expression(source: str) -> Callable[..., Any]:
+    return PROMQL_ENV.compile_expression(source)
+
+
 def render_promql(template: str, context: Mapping[str, Any]) -> str:
     """Render a catalog PromQL template; trailing spaces and blank edges removed."""
     try:
-        text = PROMQL_ENV.from_string(template).render(**context)
+        text = _promql_template(template).render(**context)
     except TemplateError as exc:
         raise TemplateFailure(f"template error: {exc}") from None
     lines = [line.rstrip() for line in text.strip().splitlines()]
@@ -79,7 +95,7 @@ def render_promql(template: str, context: Mapping[str, Any]) -> str:
 def render_text(template: str, context: Mapping[str, Any]) -> str:
     """Render a catalog annotation template (``[[ ]]`` delimiters; Go ``{{ }}`` passes through)."""
     try:
-        text = TEXT_ENV.from_string(template).render(**context)
+        text = _text_template(template).render(**context)
     except TemplateError as exc:
         raise TemplateFailure(f"template error: {exc}") from None
     return " ".join(text.split())
@@ -102,7 +118,7 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
 
     rewritten = _DECIMAL_LITERAL.sub(name, expression)
     try:
-        return PROMQL_ENV.compile_expression(rewritten)(**context, **literals)
+        return _expression(rewritten)(**context, **literals)
     except (TemplateError, TypeError, ArithmeticError) as exc:
         raise TemplateFailure(f"cannot evaluate {expression!r}: {exc}") from None
 

@@ -1,0 +1,133 @@
+"""The generated promtool tests are sharp: a wrong threshold, `for` or guard makes them fail.
+
+Why: a generated test that passes whatever the rule says proves nothing. Each case edits one
+alert of the built example and checks that promtool's failure names exactly that alert.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from rulegen.build import SpecInputs, build
+from rulegen.catalog import load_catalog
+from rulegen.units import format_duration, literal, parse_duration
+
+EXAMPLE = yaml.safe_load((REPO / "specs" / "llm-serving.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each alert of the example spec built alone, so one promtool run tests one alert."""
+    catalog = load_catalog([REPO / "templates"])
+    out: dict[str, Path] = {}
+    for index, alert in enumerate(EXAMPLE["alerts"]):
+        if alert["signal"] == "custom":
+            continue
+        folder = tmp_path_factory.mktemp(f"alert{index}")
+        spec = {**EXAMPLE, "alerts": [alert]}
+        (folder / "spec.yaml").write_text(yaml.safe_dump(spec))
+        result = build(SpecInputs((folder / "spec.yaml",), ()), catalog)
+        for name, text in result.files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+        rule = yaml.safe_load((folder / "prometheus/deepseek-v4.rules.yml").read_text())
+        name = [r["alert"] for g in rule["groups"] for r in g["rules"] if "alert" in r][0]
+        out[name] = folder
+    return out
+
+
+NAMES = [
+    "CpuIowaitHigh", "CpuSoftirqHigh", "DiskAwaitHigh", "DiskQueueDepthHigh",
+    "DiskUtilizationHigh", "FrontendNicSaturated", "GpuUnderutilized", "GrpcErrorRatioHigh",
+    "KVCacheUsageHigh", "ModelWeightLoadingBusy", "ModelWeightLoadingSlow",
+    "NetworkInterfaceSaturated", "NetworkReceiveDrops", "NvlinkUtilizationHigh", "NvmeWearHigh",
+    "PrefixCacheHitRateLow", "RequestLatencyHigh", "RequestQueueBacklog", "TTFTLatencyHigh",
+    "TcpRetransmitsHigh",
+]  # fmt: skip
+
+
+def _rules(folder: Path) -> str:
+    return (folder / "prometheus" / "deepseek-v4.rules.yml").read_text()
+
+
+def _failing_alerts(folder: Path, rules_text: str, tmp_path: Path) -> set[str]:
+    out = tmp_path / "out"
+    shutil.copytree(folder, out)
+    (out / "prometheus" / "deepseek-v4.rules.yml").write_text(rules_text)
+    proc = subprocess.run(
+        ["promtool", "test", "rules", "tests/deepseek-v4.test.yml"],
+        cwd=out, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    found = re.findall(
+        r'alertname: ([A-Za-z]+)|ALERTS\{alertname="([A-Za-z]+)"', proc.stdout + proc.stderr
+    )
+    return {a or b for a, b in found} | ({"<failed>"} if proc.returncode else set())
+
+
+def _alert_of(text: str) -> tuple[str, str]:
+    data = yaml.safe_load(text)
+    rule = [r for g in data["groups"] for r in g["rules"] if "alert" in r][0]
+    return rule["expr"], rule.get("for", "0s")
+
+
+def _threshold(expr: str) -> tuple[str, Decimal]:
+    match = re.search(r" ([<>]) ([0-9.e-]+)$", expr)
+    assert match, expr
+    return match.group(1), Decimal(match.group(2))
+
+
+def test_every_catalog_alert_of_the_example_is_covered(built: dict[str, Path]) -> None:
+    assert sorted(built) == NAMES
+
+
+@pytest.mark.parametrize("alert", NAMES)
+@pytest.mark.parametrize(
+    "direction",
+    ["away", "toward"],
+    ids=["threshold beyond the firing value", "threshold past the quiet value"],
+)
+def test_moving_the_threshold_fails_the_test(
+    alert: str, direction: str, built: dict[str, Path], tmp_path: Path
+) -> None:
+    text = _rules(built[alert])
+    expr, _ = _alert_of(text)
+    op, value = _threshold(expr)
+    grow = (direction == "away") == (op == ">")
+    moved = value * 2 if grow else value * Decimal("0.8")
+    if value == 0:
+        moved = Decimal(1) if grow else Decimal(-1)
+    mutated = text.replace(f"{op} {literal(value)}\n", f"{op} {literal(moved)}\n", 1)
+    assert mutated != text
+    assert _failing_alerts(built[alert], text, tmp_path / "ok") == set()
+    assert _failing_alerts(built[alert], mutated, tmp_path / "bad") == {alert, "<failed>"}
+
+
+@pytest.mark.parametrize("alert", NAMES)
+def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_path: Path) -> None:
+    text = _rules(built[alert])
+    _, current = _alert_of(text)
+    longer = format_duration(parse_duration(current) + 30)
+    if current == "0s":
+        mutated = text.replace("    labels:\n", f"    for: {longer}\n    labels:\n", 1)
+    else:
+        mutated = text.replace(f"    for: {current}\n", f"    for: {longer}\n", 1)
+    assert _failing_alerts(built[alert], mutated, tmp_path) == {alert, "<failed>"}
+
+
+def test_dropping_the_link_speed_guard_fires_on_a_nic_reporting_speed_0(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    folder = built["NetworkInterfaceSaturated"]
+    text = _rules(folder)
+    mutated = text.replace('job="node"} > 0)', 'job="node"})')
+    assert mutated != text
+    assert _failing_alerts(folder, mutated, tmp_path) == {"NetworkInterfaceSaturated", "<failed>"}
