@@ -87,7 +87,34 @@ def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
     assert "specs/llm-serving.yaml:121:5: alerts[20]: alertname: GpuTemperatureHigh" in result.err
     assert result.err.rstrip().endswith("rulegen: validation failed; nothing written")
     assert _snapshot(in_tmp / "rules") == before
-    assert not [p for p in in_tmp.joinpath("rules").iterdir() if p.name.startswith(".")]
+    assert not [p for p in in_tmp.iterdir() if p.name.startswith(".")]
+
+
+def test_promtool_rejection_is_mapped_to_the_spec_line(in_tmp: Path, cli: Cli) -> None:
+    write_tree(
+        in_tmp,
+        {
+            "specs/a.yaml": """
+                version: 1
+                service: x
+                alerts:
+                  - {signal: disk_await, threshold: 5ms, severity: warning}
+                  - signal: custom
+                    name: Smooth
+                    expr: double_exponential_smoothing(up[5m], 0.5, 0.5) > 1
+                    severity: info
+            """,
+        },
+    )
+    result = cli("build")
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        "promtool check rules failed:",
+        "specs/a.yaml:5:5: alerts[1]: promtool: could not parse expression: 1:1: parse error: "
+        'unknown function with name "double_exponential_smoothing"',
+        "rulegen: validation failed; nothing written",
+    ]
+    assert sorted(p.name for p in in_tmp.iterdir()) == ["specs"]
 
 
 def test_missing_promtool_exits_3_with_install_hint(tmp_path: Path) -> None:

@@ -59,8 +59,8 @@ def write_tree(
     runs promtool on it), then swapped in; on any error before the swap the previous output
     is untouched.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".rulegen-", dir=out_dir))
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.rulegen-", dir=out_dir.parent))
     try:
         for relative, text in files.items():
             target = staging / relative
@@ -68,6 +68,7 @@ def write_tree(
             target.write_text(text, encoding="utf-8")
         if check is not None:
             check(staging)
+        out_dir.mkdir(exist_ok=True)
         for folder in owned:
             _swap(staging / folder, out_dir / folder)
     finally:
