@@ -83,8 +83,8 @@ def alert_test(alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal) -> Te
     neutral = ", ".join(s.name for s in scenarios[2:])
     fires = _value_text(signal, plan.fire)
     quiet = _value_text(signal, plan.quiet)
-    after = units.format_duration(alert.for_seconds)
-    name = f"{alert.name}: fires at {fires} after {after}; silent at {quiet}"
+    after = f"after {units.format_duration(alert.for_seconds)}" if alert.for_seconds else "at once"
+    name = f"{alert.name}: fires at {fires} {after}; silent at {quiet}"
     name += f" and for {neutral}" if neutral else ""
     return TestCase(name, units.format_duration(scrape), series, checks, exprs)
 
