@@ -1,6 +1,6 @@
 """Hand-written promtool tests for every catalog signal, independent of the generated series.
 
-Each case renders a one-alert spec with ``rulegen build --no-validate`` and runs the real
+Each case renders a small spec with ``rulegen build --no-validate`` and runs the real
 ``promtool test rules`` on series written here by hand, with the label sets the exporters
 really emit (node_exporter, vLLM, dcgm-exporter, smartctl_exporter, go-grpc-prometheus).
 Every case shows the alert firing after its ``for`` with its exact labels, staying silent
@@ -65,12 +65,12 @@ def vllm(n: int, engine: str = "0", model: str = "deepseek-v4") -> dict[str, str
     return {"engine": engine, "instance": f"gpu-node-{n}:8000", "job": "vllm", "model_name": model}
 
 
-_A100_BUS = ("07", "0F", "47", "4E", "87", "90", "B7", "BD")
-
-
 def loader(n: int) -> dict[str, str]:
     """The team's weight-loading histogram, served on vLLM's /metrics port of gpu-node-<n>."""
     return {"instance": f"gpu-node-{n}:8000", "job": "vllm"}
+
+
+_A100_BUS = ("07", "0F", "47", "4E", "87", "90", "B7", "BD")
 
 
 def dcgm(n: int, gpu: int) -> dict[str, str]:
@@ -101,6 +101,7 @@ def grpc(code: str, method: str, frontend: int = 1, **extra: str) -> dict[str, s
 
 
 def series(metric: str, values: str, labels: Mapping[str, str]) -> Series:
+    """``metric{labels}`` (sorted, as promtool prints them) with its values."""
     body = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
     return f"{metric}{{{body}}}", values
 
@@ -166,8 +167,6 @@ class Case:
     interval: str = "15s"
     extra_rules: str | None = None  # a hand-written rule file next to the test (rules/tests/)
 
-
-NODE_LABELS = "service: sig, team: inference"
 
 SIGNAL_CASES: dict[str, Case] = {
     "disk_await: 10 ms fires per device after 5m; 2 ms, an idle disk and a non-NVMe disk "
