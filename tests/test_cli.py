@@ -169,7 +169,7 @@ def test_version_prints_and_exits_0() -> None:
 def test_usage_error_exits_2(cli: Cli) -> None:
     result = cli("build", "--bogus")
     assert result.code == 2
-    assert result.err.strip() == "rulegen: error: rulegen: unrecognized arguments: --bogus"
+    assert result.err.strip() == "rulegen: error: unrecognized arguments: --bogus"
 
 
 def test_user_templates_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rulegen import cli
@@ -136,10 +136,8 @@ MUTATIONS = (
 TEXT_MUTATIONS = ("none",) * 12 + ("truncate", "insert", "duplicate_line", "indent")
 UNITS = ["", "ms", "s", "m", "h", "us", "µs", "%", "Gbps", "GB/s", "bps", "x", " ms", "e3", "y"]
 
-# Triggers of the crashes listed in KNOWN_FINDINGS: the main fuzz test avoids them so that it
-# keeps guarding everything else; the xfail fuzz test includes them.
+# Characters that once crashed the loader or split a diagnostic (see FUZZ_REGRESSIONS).
 NON_PRINTABLE = ["\x00", "\x01", "\x7f", "\ufffe"]
-LINE_BREAKS = ("\n", "\r")
 
 
 def odd_text() -> st.SearchStrategy[str]:
@@ -154,14 +152,11 @@ def odd_text() -> st.SearchStrategy[str]:
     )
 
 
-def keys(*, known_bugs: bool) -> st.SearchStrategy[str]:
-    text = odd_text().filter(bool)
-    if not known_bugs:
-        text = text.filter(lambda key: not any(c in key for c in LINE_BREAKS))
-    return st.one_of(st.sampled_from(KEYS), text)
+def keys() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(KEYS), odd_text().filter(bool))
 
 
-def values(*, known_bugs: bool) -> st.SearchStrategy[Any]:
+def values() -> st.SearchStrategy[Any]:
     scalars = st.one_of(
         st.none(),
         st.booleans(),
@@ -174,7 +169,7 @@ def values(*, known_bugs: bool) -> st.SearchStrategy[Any]:
         scalars,
         lambda inner: st.one_of(
             st.lists(inner, max_size=3),
-            st.dictionaries(keys(known_bugs=known_bugs), inner, max_size=3),
+            st.dictionaries(keys(), inner, max_size=3),
         ),
         max_leaves=6,
     )
@@ -202,11 +197,10 @@ def _get(root: Any, path: PathKey) -> Any:
 class Mutator:
     """Random edits of a parsed spec and of its YAML text, drawn from hypothesis."""
 
-    def __init__(self, draw: st.DrawFn, *, known_bugs: bool) -> None:
+    def __init__(self, draw: st.DrawFn) -> None:
         self.draw = draw
-        self.known_bugs = known_bugs
-        self.values = values(known_bugs=known_bugs)
-        self.keys = keys(known_bugs=known_bugs)
+        self.values = values()
+        self.keys = keys()
 
     def mutate(self, data: Any) -> Any:
         """Apply one random edit to ``data`` (in place when possible); returns the result."""
@@ -288,7 +282,7 @@ class Mutator:
         if kind == "truncate":
             return text[:at]
         if kind == "insert":
-            pieces = [*SPLICES, *(NON_PRINTABLE if self.known_bugs else [])]
+            pieces = [*SPLICES, *NON_PRINTABLE]
             return text[:at] + self.draw(st.sampled_from(pieces)) + text[at:]
         lines = text.splitlines(keepends=True)
         index = self.draw(st.integers(0, len(lines) - 1))
@@ -371,8 +365,8 @@ def check_cli_on(files: dict[str, str]) -> None:
             )
 
 
-def _spec_text(draw: st.DrawFn, *, known_bugs: bool) -> str:
-    mutator = Mutator(draw, known_bugs=known_bugs)
+def _spec_text(draw: st.DrawFn) -> str:
+    mutator = Mutator(draw)
     data = yaml.safe_load(SEEDS[draw(st.sampled_from(sorted(SEEDS)))])
     for _ in range(draw(st.integers(1, 3))):
         data = mutator.mutate(data)
@@ -381,11 +375,11 @@ def _spec_text(draw: st.DrawFn, *, known_bugs: bool) -> str:
 
 
 @st.composite
-def spec_trees(draw: st.DrawFn, *, known_bugs: bool = False) -> dict[str, str]:
+def spec_trees(draw: st.DrawFn) -> dict[str, str]:
     """One mutated spec as ``specs/a.yaml``, sometimes a second one as ``specs/b.yaml``."""
-    files = {"specs/a.yaml": _spec_text(draw, known_bugs=known_bugs)}
+    files = {"specs/a.yaml": _spec_text(draw)}
     if draw(st.integers(0, 4)) == 0:
-        files["specs/b.yaml"] = _spec_text(draw, known_bugs=known_bugs)
+        files["specs/b.yaml"] = _spec_text(draw)
     return files
 
 
@@ -423,28 +417,18 @@ def test_mutated_specs_exit_0_or_2_and_never_raise(files: dict[str, str]) -> Non
     check_cli_on(files)
 
 
-@pytest.mark.xfail(
-    reason="known crashes, see KNOWN_FINDINGS (non-printable characters, line breaks in keys)",
-    strict=False,
-)
-@settings(FUZZ, phases=[Phase.explicit, Phase.generate])  # no shrinking: fail fast
-@given(files=spec_trees(known_bugs=True))
-def test_mutated_specs_with_known_crash_triggers_exit_0_or_2(files: dict[str, str]) -> None:
-    check_cli_on(files)
-
-
-# Minimal inputs found by the fuzzer (shrunk by hypothesis, then by hand).
-KNOWN_FINDINGS = {
-    "a NUL byte in the file raises yaml.reader.ReaderError out of run()": "version: 1\x00\n",
-    "a control character in the file raises ReaderError out of run()": "version: 1\x7f\n",
-    "a key with a line break splits its diagnostic over two lines": (
+# Minimal inputs the fuzzer once crashed on (shrunk by hypothesis, then by hand).
+FUZZ_REGRESSIONS = {
+    "a NUL byte in the file is one positioned error": "version: 1\x00\n",
+    "a control character in the file is one positioned error": "version: 1\x7f\n",
+    "a key with a line break keeps its diagnostic on one line": (
         "version: 1\n"
         "service: web\n"
         "alerts:\n"
         "  - {signal: disk_await, threshold: 5ms, severity: warning}\n"
         '"a\\nb": 1\n'
     ),
-    "a label name with a line break splits its diagnostic over two lines": (
+    "a label name with a line break keeps its diagnostic on one line": (
         "version: 1\n"
         "service: web\n"
         "alerts:\n"
@@ -453,9 +437,8 @@ KNOWN_FINDINGS = {
 }
 
 
-@pytest.mark.xfail(reason="bugs found by the fuzzer; see the test id", strict=False)
-@pytest.mark.parametrize("text", list(KNOWN_FINDINGS.values()), ids=list(KNOWN_FINDINGS))
-def test_known_fuzz_finding(text: str) -> None:
+@pytest.mark.parametrize("text", list(FUZZ_REGRESSIONS.values()), ids=list(FUZZ_REGRESSIONS))
+def test_fuzz_regression(text: str) -> None:
     check_cli_on({"specs/a.yaml": text})
 
 

@@ -24,7 +24,7 @@ from rulegen.resolve import ResolvedSpec, build_groups, resolve_spec
 from rulegen.spec.loader import LoadError, load_file
 from rulegen.spec.locate import pydantic_diagnostics
 from rulegen.spec.models import spec_model
-from rulegen.synth import SynthError, build_tests
+from rulegen.synth import build_tests
 from rulegen.validate import promtool
 
 OWNED = ("prometheus", "tests")
@@ -103,11 +103,12 @@ def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
             diagnostics.append(
                 doc.positions.diag(
                     ("service",),
-                    f"service {spec.service!r} is already defined in {services[spec.service]}",
+                    f"service {spec.service!r} is already defined at {services[spec.service]}",
                 )
             )
             continue
-        services[spec.service] = name
+        line, col = doc.positions.at(("service",))
+        services[spec.service] = f"{name}:{line}:{col}"
         result, problems = resolve_spec(spec, doc.positions, catalog)
         diagnostics.extend(problems)
         if result is not None:
@@ -126,8 +127,8 @@ def build(inputs: SpecInputs, catalog: Catalog) -> BuildResult:
         groups = build_groups(spec, catalog.families)
         try:
             tests = build_tests(spec)
-        except SynthError as exc:
-            diagnostics.append(Diagnostic(spec.source, 1, 1, "", f"cannot generate tests: {exc}"))
+        except SpecError as exc:
+            diagnostics.extend(exc.diagnostics)
             continue
         service = ServiceOutput(spec.service, spec.source, _interval(spec), groups, tests)
         result.services.append(service)

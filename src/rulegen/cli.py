@@ -36,7 +36,8 @@ EPILOG = """exit codes:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("rulegen").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def _parser() -> argparse.ArgumentParser:

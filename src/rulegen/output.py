@@ -20,7 +20,13 @@ class _BlockDumper(yaml.SafeDumper):
     """Multi-line strings (PromQL) as literal blocks; everything else as PyYAML decides."""
 
 
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029", "\r")
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if any(char in value for char in _YAML_BREAKS):
+        # YAML reads these as line breaks inside plain, single-quoted and block scalars.
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value and not any(line != line.rstrip() for line in value.splitlines()):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)

@@ -58,7 +58,7 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
     try:
         parsed = promql_parser.parse("__rulegen_probe__{" + text + "}")
     except (ValueError, RuntimeError):
-        raise ValueError(f"invalid label matchers: {text}") from None
+        raise ValueError(_explain(text)) from None
     if not isinstance(parsed, promql_parser.VectorSelector) or parsed.name != "__rulegen_probe__":
         raise ValueError(f"expected only label matchers, got: {text}")
     matchers = tuple(Matcher(m.name, _OPS[str(m.op)], m.value) for m in parsed.matchers.matchers)
@@ -71,6 +71,21 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
             except re.error as exc:
                 raise ValueError(f"invalid regex for label {matcher.name}: {exc}") from None
     return matchers
+
+
+_REGEX_MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*[=!]~\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _explain(text: str) -> str:
+    """Why matchers did not parse: the PromQL parser itself only says "invalid query"."""
+    if re.search(r"\b__name__\s*(=|!=|=~|!~)", text):
+        return "matchers may not select on __name__"
+    for name, pattern in _REGEX_MATCHER.findall(text):
+        try:
+            re.compile(pattern.encode().decode("unicode_escape"))
+        except re.error as exc:
+            return f"invalid regex for label {name}: {exc}"
+    return f"invalid label matchers: {text}"
 
 
 def check_syntax(expr: str) -> str | None:

@@ -20,6 +20,14 @@ from rulegen.spec.loader import PathKey, Positions
 from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
 
 RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
+# Limits that keep every alert testable: a generated promtool test evaluates the whole rule
+# file at each evaluation up to window + for, so these bound its run time.
+MAX_INTERVAL = Decimal(3600)
+MAX_FOR = Decimal(86400)
+MAX_WINDOW = Decimal(86400)
+MAX_EVALUATIONS = 20_000
+MAX_DURATION_THRESHOLD = Decimal(365 * 86400)
+MAX_THRESHOLD = Decimal(10) ** 15
 _VALUE_ACTION = {
     "duration": "{{ $value | humanizeDuration }}",
     "percent": "{{ $value | humanizePercentage }}",
@@ -86,8 +94,12 @@ def resolve_spec(
 ) -> tuple[ResolvedSpec | None, list[Diagnostic]]:
     """Resolve one validated spec; returns the result or the diagnostics that prevent it."""
     col = _Collector(positions)
-    evaluation = _duration(col, ("evaluation_interval",), spec.evaluation_interval, positive=True)
-    scrape = _duration(col, ("scrape_interval",), spec.scrape_interval, positive=True)
+    evaluation = _duration(
+        col, ("evaluation_interval",), spec.evaluation_interval, positive=True, most=MAX_INTERVAL
+    )
+    scrape = _duration(
+        col, ("scrape_interval",), spec.scrape_interval, positive=True, most=MAX_INTERVAL
+    )
     selectors = _selectors(col, spec.selectors, catalog)
     spec_labels = _labels(col, ("labels",), spec.labels)
     if spec.runbook_url is not None and not re.match(r"^https?://\S+$", spec.runbook_url):
@@ -101,11 +113,14 @@ def resolve_spec(
         if name in names:
             col.error(
                 (*path, "name") if alert.name else (*path, "signal"),
-                f"duplicate alert name {name!r} (also alerts[{names[name]}]); set a unique name:",
+                f"duplicate alert name {name!r} (also used by alerts[{names[name]}]); "
+                "give one of them a unique name",
             )
             continue
         names[name] = index
-        context = _AlertContext(col, path, spec, name, spec_labels, evaluation or Decimal(30))
+        context = _AlertContext(
+            col, path, spec, name, spec_labels, evaluation or Decimal(30), scrape or Decimal(15)
+        )
         resolved = (
             _custom(context, alert)
             if signal is None
@@ -129,11 +144,20 @@ class _AlertContext:
     name: str
     spec_labels: tuple[tuple[str, str], ...]
     evaluation: Decimal
+    scrape: Decimal
 
 
 def _duration(
-    col: _Collector, path: PathKey, text: str, *, positive: bool = False
+    col: _Collector,
+    path: PathKey,
+    text: object,
+    *,
+    positive: bool = False,
+    most: Decimal | None = None,
 ) -> Decimal | None:
+    if not isinstance(text, str):
+        col.error(path, f"invalid duration {text!r} (expected Prometheus syntax like 30s, 5m, 1h)")
+        return None
     try:
         value = units.parse_duration(text)
     except units.UnitError as exc:
@@ -141,6 +165,10 @@ def _duration(
         return None
     if positive and value <= 0:
         col.error(path, f"must be longer than 0s (got {text!r})")
+        return None
+    if most is not None and value > most:
+        limit = units.format_duration(most)
+        col.error(path, f"must be at most {limit} (got {text!r})")
         return None
     return value
 
@@ -165,7 +193,9 @@ def _selectors(
 def _labels(
     col: _Collector, path: PathKey, labels: Mapping[str, str]
 ) -> tuple[tuple[str, str], ...]:
-    for key in labels:
+    for key, value in labels.items():
+        if value == "":
+            col.error((*path, key), "label value must not be empty (Prometheus drops empty labels)")
         if not promql.LABEL_NAME.match(key) or key.startswith("__"):
             col.error(
                 (*path, key), "invalid label name (expected [a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)"
@@ -187,9 +217,14 @@ def _annotations(
     ctx: _AlertContext, alert: Any, defaults: tuple[str, str], values: Mapping[str, str], unit: str
 ) -> tuple[tuple[str, str], ...]:
     action = _VALUE_ACTION.get(unit, "{{ $value }}")
-    summary = user_text(alert.summary, values, action) if alert.summary else defaults[0]
-    description = user_text(alert.description, values, action) if alert.description else defaults[1]
-    out = [("summary", summary), ("description", description)]
+    out = []
+    for key, default in zip(("summary", "description"), defaults, strict=True):
+        text = getattr(alert, key)
+        try:
+            out.append((key, user_text(text, values, action) if text else default))
+        except ValueError as exc:
+            ctx.col.error((*ctx.path, key), str(exc))
+            out.append((key, default))
     if ctx.spec.runbook_url:
         out.append(("runbook_url", go_escape(ctx.spec.runbook_url.replace("{alert}", ctx.name))))
     return tuple(out)
@@ -200,10 +235,10 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
     error = promql.check_syntax(alert.expr)
     if error is not None:
         col.error((*path, "expr"), f"invalid PromQL: {error}")
-    for_seconds = _duration(col, (*path, "for"), alert.for_ or "0s")
+    for_text = alert.for_ if alert.for_ is not None else "0s"
+    for_seconds = _duration(col, (*path, "for"), for_text, most=MAX_FOR)
     labels = _final_labels(ctx, alert)
-    values = {"alert": ctx.name, "service": ctx.spec.service, "for": alert.for_ or "0s"}
-    values.update(threshold="", window="")
+    values = {"alert": ctx.name, "service": ctx.spec.service, "for": str(for_text)}
     defaults = (
         go_escape(f"{ctx.name} is firing"),
         go_escape(f"{ctx.name} ({ctx.spec.service}): ") + "{{ $labels }} value {{ $value }}",
@@ -227,9 +262,9 @@ def _catalog(
     col, path = ctx.col, ctx.path
     before = len(col.diagnostics)
     threshold = _threshold(col, (*path, "threshold"), alert.threshold, signal)
-    for_text = alert.for_ or signal.defaults.for_
-    for_seconds = _duration(col, (*path, "for"), for_text)
-    window, window_seconds = _window(col, path, alert.window, signal)
+    for_text = alert.for_ if alert.for_ is not None else signal.defaults.for_
+    for_seconds = _duration(col, (*path, "for"), for_text, most=MAX_FOR)
+    window, window_seconds = _window(ctx, alert.window, signal)
     params = _params(col, path, alert, signal)
     matchers: tuple[promql.Matcher, ...] = ()
     if alert.matchers:
@@ -240,13 +275,50 @@ def _catalog(
     labels = _final_labels(ctx, alert)
     if len(col.diagnostics) > before or threshold is None or for_seconds is None:
         return None
+    if (window_seconds + for_seconds) / ctx.evaluation > MAX_EVALUATIONS:
+        col.error(
+            (*path, "for"),
+            f"window + for spans more than {MAX_EVALUATIONS} evaluations at evaluation_interval "
+            f"{units.format_duration(ctx.evaluation)}; its generated test would not finish",
+        )
+        return None
     if "buckets" in params:
         _check_buckets(col, path, params, threshold)
-    family = selectors.get(signal.family, ())
-    all_matchers = family + matchers
+    all_matchers = selectors.get(signal.family, ()) + matchers
     fixed = {"window": window, **params}
+    rendered = _render_expressions(ctx, signal, fixed, all_matchers)
+    if rendered is None:
+        return None
+    quantity, record = rendered
+    values = {
+        "threshold": units.format_human(threshold, signal.threshold.unit),
+        "for": units.format_duration(for_seconds),
+        "window": window or "",
+        "alert": ctx.name,
+        "service": ctx.spec.service,
+    }
+    defaults = _default_texts(ctx, signal, {**values, **fixed})
+    if defaults is None:
+        return None
+    annotations = _annotations(ctx, alert, defaults, values, signal.threshold.unit)
+    left = record or (quantity if " " not in quantity and "\n" not in quantity else f"({quantity})")
+    expr = f"{left} {signal.threshold.op} {units.literal(threshold)}"
+    return ResolvedAlert(
+        ctx.name, signal, alert.severity, threshold, for_seconds, window, window_seconds,
+        params, all_matchers, quantity, record, expr, labels, annotations, col.origin(path),
+    )  # fmt: skip
+
+
+def _render_expressions(
+    ctx: _AlertContext,
+    signal: SignalDef,
+    fixed: Mapping[str, Any],
+    matchers: tuple[promql.Matcher, ...],
+) -> tuple[str, str | None] | None:
+    """The signal's quantity and recording name, checked as PromQL before promtool sees them."""
+    col, path = ctx.col, ctx.path
     try:
-        quantity = render_promql(signal.expr, {**fixed, "sel": _sel(all_matchers)})
+        quantity = render_promql(signal.expr, {**fixed, "sel": _sel(matchers)})
         record = render_promql(signal.record, fixed) if signal.record else None
     except TemplateFailure as exc:
         col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
@@ -258,32 +330,24 @@ def _catalog(
     if record is not None and not promql.METRIC_NAME.match(record):
         col.error(path, f"signal {signal.signal} renders an invalid record name {record!r}")
         return None
-    threshold_text = units.format_human(threshold, signal.threshold.unit)
-    values = {
-        "threshold": threshold_text,
-        "for": units.format_duration(for_seconds),
-        "window": window or "",
-        "alert": ctx.name,
-        "service": ctx.spec.service,
-    }
-    text_context = {**values, **fixed, "value": _VALUE_ACTION[signal.threshold.unit]}
-    if "quantile" in params:
-        text_context["quantile_name"] = "p" + units.literal(params["quantile"] * 100)
+    return quantity, record
+
+
+def _default_texts(
+    ctx: _AlertContext, signal: SignalDef, context: Mapping[str, Any]
+) -> tuple[str, str] | None:
+    """The catalog's summary and description for this alert (Go templates for Prometheus)."""
+    text_context = {**context, "value": _VALUE_ACTION[signal.threshold.unit]}
+    if context.get("quantile") is not None:
+        text_context["quantile_name"] = "p" + units.literal(context["quantile"] * 100)
     try:
-        defaults = (
+        return (
             render_text(signal.summary, text_context),
             render_text(signal.description, text_context),
         )
     except TemplateFailure as exc:
-        col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
+        ctx.col.error(ctx.path, f"signal {signal.signal} ({signal.source}): {exc}")
         return None
-    annotations = _annotations(ctx, alert, defaults, values, signal.threshold.unit)
-    left = record or (quantity if " " not in quantity and "\n" not in quantity else f"({quantity})")
-    expr = f"{left} {signal.threshold.op} {units.literal(threshold)}"
-    return ResolvedAlert(
-        ctx.name, signal, alert.severity, threshold, for_seconds, window, window_seconds,
-        params, all_matchers, quantity, record, expr, labels, annotations, col.origin(path),
-    )  # fmt: skip
 
 
 def _sel(matchers: tuple[promql.Matcher, ...]) -> Any:
@@ -312,6 +376,10 @@ def _threshold(col: _Collector, path: PathKey, raw: object, signal: SignalDef) -
         return None
     bounds = signal.threshold
     shown = units.format_human
+    largest = MAX_DURATION_THRESHOLD if unit == "duration" else MAX_THRESHOLD
+    if abs(value) > largest:
+        col.error(path, f"must be at most {shown(largest, unit)} (got {raw})")
+        return None
     if bounds.min is not None and value < bounds.min:
         col.error(path, f"must be at least {shown(bounds.min, unit)} (got {raw})")
         return None
@@ -329,20 +397,25 @@ def _threshold(col: _Collector, path: PathKey, raw: object, signal: SignalDef) -
     return value
 
 
-def _window(
-    col: _Collector, path: PathKey, raw: str | None, signal: SignalDef
-) -> tuple[str | None, Decimal]:
+def _window(ctx: _AlertContext, raw: object, signal: SignalDef) -> tuple[str | None, Decimal]:
+    col, path = ctx.col, (*ctx.path, "window")
     if signal.defaults.window is None:
         if raw is not None:
-            col.error(
-                (*path, "window"), f"signal {signal.signal} reads a gauge and takes no window"
-            )
+            col.error(path, f"signal {signal.signal} reads a gauge and takes no window")
         return None, Decimal(0)
-    seconds = _duration(col, (*path, "window"), raw or signal.defaults.window, positive=True)
+    text = raw if raw is not None else signal.defaults.window
+    where = path if raw is not None else ctx.path
+    seconds = _duration(col, where, text, positive=True, most=MAX_WINDOW)
     if seconds is None:
         return None, Decimal(0)
     if seconds != seconds.to_integral_value():
-        col.error((*path, "window"), "must be a whole number of seconds")
+        col.error(where, "must be a whole number of seconds")
+    elif seconds < 2 * ctx.scrape:
+        col.error(
+            where,
+            f"window {units.format_duration(seconds)} holds fewer than two scrapes at "
+            f"scrape_interval {units.format_duration(ctx.scrape)}: the alert could never fire",
+        )
     return units.format_duration(seconds), seconds
 
 
@@ -362,7 +435,9 @@ def _params(col: _Collector, path: PathKey, alert: Any, signal: SignalDef) -> di
             col.error(where, f"{key}: {exc}" if not given else str(exc))
             continue
         number = out[key]
-        if isinstance(number, Decimal):
+        if isinstance(number, Decimal) and abs(number) > MAX_THRESHOLD:
+            col.error(where, f"must be at most {units.literal(MAX_THRESHOLD)} (got {raw})")
+        elif isinstance(number, Decimal):
             if definition.min is not None and number <= definition.min:
                 col.error(where, f"must be above {units.literal(definition.min)} (got {raw})")
             if definition.max is not None and number >= definition.max:
@@ -384,9 +459,11 @@ def _param_value(kind: str, value: Any) -> Any:
             raise ValueError(f"invalid regex {value!r}: {exc}") from None
         return value
     if kind == "buckets":
+        if not isinstance(value, list):
+            raise ValueError("must be a list of bucket bounds (numbers)")
         bounds = [units.parse_number(v) for v in value]
         if not bounds or any(b <= a for a, b in zip(bounds, bounds[1:], strict=False)):
-            raise ValueError("buckets must be a non-empty, strictly increasing list")
+            raise ValueError("must be a non-empty, strictly increasing list of numbers")
         return tuple(bounds)
     if kind == "duration":
         return units.parse_duration(str(value))

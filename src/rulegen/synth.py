@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import re._parser as re_parser  # type: ignore[import-not-found]  # stdlib regex parser
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -22,15 +23,23 @@ from typing import Any
 
 from rulegen import gotemplate, promql, units
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
+from rulegen.errors import Diagnostic, SpecError
 from rulegen.model import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.resolve import ResolvedAlert, ResolvedSpec
 from rulegen.templating import TemplateFailure, evaluate
 
-MARGIN = Decimal("0.000001")
+MARGIN = Decimal("0.000000001")
 
 
 class SynthError(ValueError):
-    """No test can be built for an alert (unsatisfiable matchers, a recipe error)."""
+    """No test can be built for an alert (unsatisfiable matchers, a recipe error).
+
+    ``field`` names the spec key of the alert that causes it, when one does.
+    """
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class _Collision(Exception):
@@ -57,12 +66,22 @@ class _Plan:
 
 
 def build_tests(spec: ResolvedSpec) -> tuple[TestCase, ...]:
-    """One promtool test case per catalog alert of the spec."""
-    return tuple(
-        alert_test(alert, spec.evaluation_interval, spec.scrape_interval)
-        for alert in spec.alerts
-        if alert.signal is not None
-    )
+    """One promtool test case per catalog alert of the spec; errors name the alert."""
+    cases = []
+    failures: list[Diagnostic] = []
+    for alert in spec.alerts:
+        if alert.signal is None:
+            continue
+        try:
+            cases.append(alert_test(alert, spec.evaluation_interval, spec.scrape_interval))
+        except SynthError as exc:
+            origin = alert.origin
+            path = f"{origin.path}.{exc.field}" if exc.field else origin.path
+            message = f"cannot generate a test for {alert.name}: {exc}"
+            failures.append(Diagnostic(origin.file, origin.line, origin.col, path, message))
+    if failures:
+        raise SpecError(failures)
+    return tuple(cases)
 
 
 def alert_test(alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal) -> TestCase:
@@ -159,6 +178,13 @@ def _histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: D
     quiet_lower = bounds[quiet_index - 1] if quiet_index else Decimal(0)
     quiet_upper = bounds[quiet_index]
     quiet = quiet_lower + (quiet_upper - quiet_lower) * quantile
+    for value in (fire, quiet):
+        if abs(value - threshold) <= MARGIN * threshold:
+            raise SynthError(
+                f"quantile {units.literal(quantile)} puts the interpolated value on the threshold "
+                "in float precision; use a quantile between 0.01 and 0.9999",
+                "quantile",
+            )
     return _Plan(fire.normalize(), quiet.normalize(), fire_bucket, quiet_upper)
 
 
@@ -186,7 +212,7 @@ def _timing(
     while True:
         ramp = min(t, window) / window if settle == "window" else Decimal(1)
         value = fire_value * ramp
-        if abs(value - alert.threshold) <= MARGIN * max(abs(alert.threshold), Decimal(1)):
+        if abs(value - alert.threshold) <= MARGIN * abs(alert.threshold):
             raise _Collision
         if (value > alert.threshold) if signal.threshold.op == ">" else (value < alert.threshold):
             break
@@ -258,12 +284,17 @@ def _satisfy(
         if _accepts(matcher, probe):
             continue
         if matcher.name == vary:
-            raise SynthError(f"the matcher {matcher.render()} excludes every test {vary}")
+            raise SynthError(
+                f"the matcher {matcher.render()} excludes every test {vary}", "matchers"
+            )
         candidate = matcher.value if matcher.op == "=" else _sample(matcher)
         if candidate is None or not _accepts(matcher, candidate):
-            raise SynthError(f"cannot build a test series that matches {matcher.render()}")
+            raise SynthError(
+                f"cannot build a test series that matches {matcher.render()}", "matchers"
+            )
         out[matcher.name] = candidate
-    return out
+    # An empty value selects series without the label: Prometheus has no empty labels.
+    return {k: v for k, v in out.items() if v != ""}
 
 
 def _accepts(matcher: promql.Matcher, value: str) -> bool:
@@ -276,17 +307,52 @@ def _accepts(matcher: promql.Matcher, value: str) -> bool:
 
 
 def _sample(matcher: promql.Matcher) -> str | None:
+    """A label value the matcher accepts: a fixed one for negative matchers, else from the regex."""
     if matcher.op in ("!=", "!~"):
         return "rulegen-test"
-    first = matcher.value.split("|")[0].strip("()^$")
-    for pattern, repl in (
-        (r"\\d\+|\\d\*", "0"),
-        (r"\.\+", "0"),
-        (r"\.\*", ""),
-        (r"\[(.)[^\]]*\][+*]?", r"\1"),
-    ):
-        first = re.sub(pattern, repl, first)
-    return first.replace("\\", "") or None
+    try:
+        return _example(re_parser.parse(matcher.value))
+    except (re.error, _Unsupported):
+        return None
+
+
+class _Unsupported(Exception):
+    """A regex construct the example generator does not handle."""
+
+
+def _example(parsed: Any) -> str:
+    """A short string a parsed regex matches (first branch, minimal repeats, at least one)."""
+    out = []
+    for op, arg in parsed:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name == "ANY":
+            out.append("0")
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, _high, item = arg
+            out.append(_example(item) * max(int(low), 1))
+        elif name == "SUBPATTERN":
+            out.append(_example(arg[-1]))
+        elif name == "BRANCH":
+            out.append(_example(arg[1][0]))
+        elif name == "IN":
+            out.append(_first_in(arg))
+        elif name != "AT":
+            raise _Unsupported(name)
+    return "".join(out)
+
+
+def _first_in(items: Any) -> str:
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            return chr(arg)
+        if name == "RANGE":
+            return chr(arg[0])
+        if name == "CATEGORY":
+            return {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " "}.get(str(arg), "a")
+    raise _Unsupported("IN")
 
 
 def _series(

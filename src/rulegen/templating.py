@@ -159,9 +159,11 @@ def user_text(text: str, values: Mapping[str, str], value_action: str) -> str:
             parts.append(value_action)
         elif match.group(2):
             parts.append("{{ $labels." + match.group(2) + " }}")
+        elif key in values:
+            parts.append(go_escape(values[key], before_action=True))
         else:
-            replacement = values.get(key, "")
-            parts.append(go_escape(replacement, before_action=True))
+            known = ", ".join("{" + k + "}" for k in ("value", *values, "labels.NAME"))
+            raise ValueError(f"placeholder {{{key}}} is not available here (available: {known})")
         pos = match.end()
     parts.append(go_escape(text[pos:]))
     return "".join(parts)

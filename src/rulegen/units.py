@@ -86,7 +86,9 @@ def parse_number(value: object) -> Decimal:
 
 def parse_bandwidth(value: object) -> Decimal:
     """``100Gbps``/``25Gbit/s`` (bits) or ``12.5GB/s``/a number (bytes) to bytes per second."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, bool):
+        raise UnitError(f"expected a link speed like 100Gbps, got {value!r}")
+    if isinstance(value, int | float):
         return _decimal(repr(value))
     if not isinstance(value, str):
         raise UnitError(f"expected a link speed like 100Gbps, got {value!r}")

@@ -8,11 +8,14 @@ duplicate keys, alias bombs, non-string keys.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+import yaml.reader
 
 from rulegen.errors import Diagnostic
 
@@ -63,11 +66,23 @@ class LoadError(Exception):
         super().__init__(diagnostic.render())
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
 def format_path(path: PathKey) -> str:
-    """``("alerts", 0, "threshold")`` → ``alerts[0].threshold``."""
+    """``("alerts", 0, "threshold")`` → ``alerts[0].threshold``; odd keys as ``["a b"]``.
+
+    Why: a key with a line break or a dot must not break the one-line diagnostic or read as
+    two fields.
+    """
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part)}]"
     return out
 
 
@@ -93,14 +108,16 @@ def load_file(path: Path, display: str) -> LoadedDocument:
 def load_text(text: str, display: str) -> LoadedDocument:
     """Parse YAML text; the document must be exactly one mapping."""
     positions = Positions(display)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise LoadError(_reader_error(text, exc, display)) from None
     try:
         node = loader.get_single_node()
+    except yaml.reader.ReaderError as exc:
+        raise LoadError(_reader_error(text, exc, display)) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise LoadError(Diagnostic(display, line, col, "", f"invalid YAML: {problem}")) from None
+        raise LoadError(_marked_error(exc, display)) from None
     except yaml.YAMLError as exc:
         raise LoadError(Diagnostic(display, 1, 1, "", f"invalid YAML: {exc}")) from None
     finally:
@@ -110,6 +127,31 @@ def load_text(text: str, display: str) -> LoadedDocument:
     builder = _Builder(positions, yaml.SafeLoader(""))
     data = builder.build(node, ())
     return LoadedDocument(data, positions)
+
+
+def _reader_error(text: str, exc: yaml.reader.ReaderError, display: str) -> Diagnostic:
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    col = exc.position - (before.rfind("\n") + 1) + 1
+    char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+    return Diagnostic(display, line, col, "", f"invalid YAML: character {char} is not allowed")
+
+
+def _marked_error(exc: yaml.MarkedYAMLError, display: str) -> Diagnostic:
+    """PyYAML's problem, with its context ("while scanning a quoted scalar at 2:10")."""
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    problem = exc.problem or "invalid YAML"
+    if problem.startswith("but found another document"):
+        problem = "found a second document (a spec file holds exactly one)"
+    elif problem.startswith("expected <block end>"):
+        problem = "bad indentation or a missing ':' (a key is not aligned with its siblings)"
+    context = exc.context
+    if context and exc.context_mark is not None and exc.context_mark is not mark:
+        where = f"{exc.context_mark.line + 1}:{exc.context_mark.column + 1}"
+        if "expected a single document" not in context and "block" not in context:
+            problem += f" ({context} at {where})"
+    return Diagnostic(display, line, col, "", f"invalid YAML: {problem}")
 
 
 class _Builder:
@@ -145,10 +187,11 @@ class _Builder:
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key_pos = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            if (
-                not isinstance(key_node, yaml.ScalarNode)
-                or key_node.tag == "tag:yaml.org,2002:merge"
-            ):
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise LoadError(
+                    _at(self.positions.file, key_pos, path, "merge keys (<<) are not supported")
+                )
+            if not isinstance(key_node, yaml.ScalarNode):
                 raise LoadError(
                     _at(self.positions.file, key_pos, path, "keys must be plain strings")
                 )

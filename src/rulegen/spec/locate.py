@@ -76,7 +76,7 @@ _SIMPLE = {
     "int_parsing": "must be an integer (got {got})",
     "bool_type": "must be true or false (got {got})",
     "bool_parsing": "must be true or false (got {got})",
-    "literal_error": "must be one of {expected} (got {got})",
+    "literal_error": "must be {expected} (got {got})",
     "string_pattern_mismatch": "must match {pattern} (got {got})",
     "string_too_long": "must be at most {max_length} characters",
     "too_short": "must not be empty",

@@ -8,14 +8,17 @@ its own keys in the schema.
 
 from __future__ import annotations
 
-from functools import cache
+import weakref
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from rulegen.catalog import Catalog
 
-Scalar = str | int | float
+# Values whose type depends on a unit are checked by ``rulegen.resolve`` with the unit's own
+# message ("invalid duration 5 (expected … 30s, 5m)"), not by pydantic's union of types.
+Duration = Annotated[Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+[smhdwy]"})]
+Scalar = Annotated[Any, WithJsonSchema({"type": ["string", "number"]})]
 ALERT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SERVICE_NAME = r"^[a-z0-9][a-z0-9-]*$"
 
@@ -31,7 +34,7 @@ class AlertBase(SpecBase):
 
     name: str | None = Field(default=None, pattern=ALERT_NAME)
     severity: Literal["critical", "warning", "info"]
-    for_: str | None = Field(default=None, alias="for")
+    for_: Duration = Field(default=None, alias="for")
     labels: dict[str, str] = {}
     summary: str | None = None
     description: str | None = None
@@ -41,7 +44,7 @@ class CatalogAlert(AlertBase):
     """Keys of an alert on a catalog signal (signal-specific params are added per signal)."""
 
     threshold: Scalar
-    window: str | None = None
+    window: Duration = None
     matchers: str | None = None
 
 
@@ -60,15 +63,23 @@ class SpecModel(SpecBase):
     service: str = Field(pattern=SERVICE_NAME, max_length=63)
     labels: dict[str, str] = {}
     runbook_url: str | None = None
-    evaluation_interval: str = "30s"
-    scrape_interval: str = "15s"
+    evaluation_interval: Duration = "30s"
+    scrape_interval: Duration = "15s"
     selectors: dict[str, str] = {}
     alerts: list[Any] = Field(min_length=1)
 
 
-@cache
+_MODELS: weakref.WeakKeyDictionary[Catalog, type[SpecModel]] = weakref.WeakKeyDictionary()
+
+
 def spec_model(catalog: Catalog) -> type[SpecModel]:
     """The spec model for this catalog: ``alerts`` is a union tagged by ``signal``."""
+    if catalog not in _MODELS:
+        _MODELS[catalog] = _build_model(catalog)
+    return _MODELS[catalog]
+
+
+def _build_model(catalog: Catalog) -> type[SpecModel]:
     variants: list[type[AlertBase]] = [CustomAlert]
     for name, signal in sorted(catalog.signals.items()):
         params: dict[str, Any] = {
@@ -90,7 +101,7 @@ def spec_model(catalog: Catalog) -> type[SpecModel]:
 
 def _param_type(kind: str) -> Any:
     if kind == "buckets":
-        return list[float] | None
-    if kind in ("metric", "regex", "duration"):
-        return str | None
-    return Scalar | None
+        return Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})]
+    if kind in ("metric", "regex"):
+        return Annotated[Any, WithJsonSchema({"type": "string"})]
+    return Scalar

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rulegen.errors import ToolNotFoundError
+from rulegen.errors import ToolNotFoundError, ValidationFailed
 
 Runner = Callable[[Sequence[str], Path], "subprocess.CompletedProcess[str]"]
 INSTALL_HINT = (
@@ -35,10 +35,23 @@ class ToolResult:
     argv: tuple[str, ...]
 
 
+TIMEOUT_SECONDS = 600
+
+
 def _default_runner(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        list(argv), cwd=cwd, capture_output=True, text=True, check=False, timeout=600
-    )
+    try:
+        return subprocess.run(
+            list(argv),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=TIMEOUT_SECONDS,
+        )
+    except subprocess.TimeoutExpired:
+        raise ValidationFailed(
+            [f"{' '.join(argv[:3])} did not finish in {TIMEOUT_SECONDS}s (stopped)"]
+        ) from None
 
 
 def find_promtool() -> str:
