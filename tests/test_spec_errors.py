@@ -750,6 +750,22 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "a custom expr that returns a range vector is rejected",
+        spec="""
+            version: 1
+            service: web
+            alerts:
+              - {signal: custom, name: Up, expr: 'up[5m]', severity: info}
+              - {signal: custom, name: Text, expr: '"hello"', severity: info}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:38: alerts[0].expr: must return an instant vector, not a matrix "
+            "(an alert needs series to fire)",
+            "specs/web.yaml:5:40: alerts[1].expr: must return an instant vector, not a string "
+            "(an alert needs series to fire)",
+        ),
+    ),
+    Case(
         "a custom alert without a name is rejected",
         spec="""
             version: 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import promql_parser
 
@@ -95,6 +96,32 @@ def check_syntax(expr: str) -> str | None:
     except (ValueError, RuntimeError) as exc:
         return str(exc) or "invalid PromQL"
     return None
+
+
+def result_type(expr: str) -> str:
+    """``vector``, ``matrix``, ``scalar`` or ``string``: what an expression evaluates to.
+
+    Why: an alert's expression must return an instant vector; ``up[5m]`` or ``"text"`` pass a
+    syntax check (and promtool's) but fail at every evaluation in Prometheus.
+    """
+    return _type_of(promql_parser.parse(expr))
+
+
+def _type_of(node: Any) -> str:
+    if isinstance(node, promql_parser.MatrixSelector | promql_parser.SubqueryExpr):
+        return "matrix"
+    if isinstance(node, promql_parser.StringLiteral):
+        return "string"
+    if isinstance(node, promql_parser.NumberLiteral):
+        return "scalar"
+    if isinstance(node, promql_parser.ParenExpr | promql_parser.UnaryExpr):
+        return _type_of(node.expr)
+    if isinstance(node, promql_parser.Call):
+        return str(node.func.return_type).rsplit(".", 1)[-1].lower()
+    if isinstance(node, promql_parser.BinaryExpr):
+        sides = {_type_of(node.lhs), _type_of(node.rhs)}
+        return "vector" if "vector" in sides else "scalar"
+    return "vector"
 
 
 def selector(matchers: tuple[Matcher, ...]) -> str:

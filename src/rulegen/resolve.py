@@ -235,6 +235,9 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
     error = promql.check_syntax(alert.expr)
     if error is not None:
         col.error((*path, "expr"), f"invalid PromQL: {error}")
+    elif (kind := promql.result_type(alert.expr)) != "vector":
+        error = f"must return an instant vector, not a {kind} (an alert needs series to fire)"
+        col.error((*path, "expr"), error)
     for_text = alert.for_ if alert.for_ is not None else "0s"
     for_seconds = _duration(col, (*path, "for"), for_text, most=MAX_FOR)
     labels = _final_labels(ctx, alert)
