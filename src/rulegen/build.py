@@ -162,7 +162,7 @@ def validate(folder: Path, result: BuildResult) -> list[str]:
         raise ValidationFailed(
             ["promtool check rules failed:", *_map_rule_errors(checked.messages, result)]
         )
-    summary = [f"promtool check rules: {len(rules)} file(s) ok"]
+    summary = [f"{promtool.version()}", f"promtool check rules: {len(rules)} file(s) ok"]
     if tests:
         tested = promtool.run_tests(tests, folder)
         if not tested.ok:

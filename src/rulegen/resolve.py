@@ -16,7 +16,7 @@ from rulegen import promql, units
 from rulegen.catalog import Catalog, SignalDef
 from rulegen.errors import Diagnostic
 from rulegen.model import AlertRule, Origin, RecordingRule, RuleGroup
-from rulegen.spec.loader import PathKey, Positions
+from rulegen.spec.loader import PathKey, Positions, format_path
 from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
 
 RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
@@ -84,8 +84,6 @@ class _Collector:
 
 
 def _fmt(path: PathKey) -> str:
-    from rulegen.spec.loader import format_path
-
     return format_path(path)
 
 

@@ -64,11 +64,10 @@ def find_promtool() -> str:
 
 
 def version(runner: Runner = _default_runner) -> str:
-    """promtool's version line (``promtool, version 2.42.0+ds ...``)."""
+    """promtool's version (``promtool, version 2.42.0+ds``), printed with the results."""
     result = runner([find_promtool(), "--version"], Path.cwd())
-    return (
-        (result.stdout or result.stderr).splitlines()[0] if (result.stdout or result.stderr) else ""
-    )
+    lines = (result.stdout or result.stderr).splitlines()
+    return lines[0].split(" (", 1)[0] if lines else "promtool (unknown version)"
 
 
 def check_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
