@@ -191,3 +191,12 @@ def test_user_templates_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -
     assert result.code == 0, result.err
     rules = (in_tmp / "rules" / "prometheus" / "a.rules.yml").read_text()
     assert "instance_gpu:dcgm_nvlink_bytes:utilization > 0.9" in rules
+
+
+def test_out_pointing_at_a_file_is_a_usage_error(in_tmp: Path, cli: Cli) -> None:
+    _copy_example(in_tmp)
+    result = cli("build", "--out", "specs/llm-serving.yaml")
+    assert (result.code, result.err.strip()) == (
+        2,
+        "rulegen: error: --out specs/llm-serving.yaml: exists and is not a directory",
+    )

@@ -84,6 +84,8 @@ def _build(args: argparse.Namespace) -> int:
     inputs = discover(args.paths or [Path("specs")])
     result = build(inputs, catalog)
     out: Path = args.out
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {display(out)}: exists and is not a directory")
     if args.check:
         diff = diff_tree(out, result.files, OWNED)
         if diff:
@@ -147,6 +149,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     except ToolNotFoundError as exc:
         print(f"rulegen: error: {exc}", file=sys.stderr)
         return 3
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"rulegen: error:{where}: {exc.strerror or exc}; nothing written", file=sys.stderr)
+        return 2
     except RulegenError as exc:
         print(f"rulegen: error: {exc}", file=sys.stderr)
         return 2
