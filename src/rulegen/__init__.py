@@ -1,3 +1,41 @@
-"""rulegen: typed YAML specs of thresholds → Prometheus rules and promtool tests."""
+"""rulegen: typed YAML specs of thresholds → Prometheus rules and promtool tests.
+
+The library API mirrors the CLI pipeline: ``discover`` spec files, ``load_specs`` (spec →
+resolved alerts), ``build`` (→ files in memory), ``validate`` (promtool on a written folder),
+``write_tree`` (atomic write). Everything else is internal.
+"""
+
+from rulegen.build import BuildResult, SpecInputs, build, discover, load_specs, validate
+from rulegen.catalog import Catalog, load_catalog
+from rulegen.errors import (
+    Diagnostic,
+    RulegenError,
+    SpecError,
+    StaleOutput,
+    ToolNotFoundError,
+    UsageError,
+    ValidationFailed,
+)
+from rulegen.output import write_tree
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "BuildResult",
+    "Catalog",
+    "Diagnostic",
+    "RulegenError",
+    "SpecError",
+    "SpecInputs",
+    "StaleOutput",
+    "ToolNotFoundError",
+    "UsageError",
+    "ValidationFailed",
+    "__version__",
+    "build",
+    "discover",
+    "load_catalog",
+    "load_specs",
+    "validate",
+    "write_tree",
+]
