@@ -51,8 +51,14 @@ def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: C
     before = _snapshot(in_tmp / "rules")
     result = cli("build", "--check")
     assert result.code == 1
-    assert "-    expr: instance_device:node_disk_await_seconds:rate1m > 0.005\n" in result.out
-    assert "+    expr: instance_device:node_disk_await_seconds:rate1m > 0.007\n" in result.out
+    assert (
+        '-    expr: instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"} > 0.005\n'
+        in result.out
+    )
+    assert (
+        '+    expr: instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"} > 0.007\n'
+        in result.out
+    )
     assert result.out.startswith("--- a/rules/prometheus/deepseek-v4.rules.yml\n")
     assert "output is stale" in result.err
     assert _snapshot(in_tmp / "rules") == before
@@ -190,7 +196,7 @@ def test_user_templates_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -
     result = cli("build", "--templates", str(REPO / "templates"))
     assert result.code == 0, result.err
     rules = (in_tmp / "rules" / "prometheus" / "a.rules.yml").read_text()
-    assert "instance_gpu:dcgm_nvlink_bytes:utilization > 0.9" in rules
+    assert 'instance_gpu:dcgm_nvlink_bytes:utilization{service="a"} > 0.9' in rules
 
 
 def test_out_pointing_at_a_file_is_a_usage_error(in_tmp: Path, cli: Cli) -> None:

@@ -117,7 +117,9 @@ def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_pat
     _, current = _alert_of(text)
     longer = format_duration(parse_duration(current) + 30)
     if current == "0s":
-        mutated = text.replace("    labels:\n", f"    for: {longer}\n    labels:\n", 1)
+        head, alert_block = text.split("  - alert: ", 1)
+        alert_block = alert_block.replace("    labels:\n", f"    for: {longer}\n    labels:\n", 1)
+        mutated = f"{head}  - alert: {alert_block}"
     else:
         mutated = text.replace(f"    for: {current}\n", f"    for: {longer}\n", 1)
     assert _failing_alerts(built[alert], mutated, tmp_path) == {alert, "<failed>"}

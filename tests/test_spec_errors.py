@@ -882,8 +882,8 @@ CASES: list[Case] = [
                 matchers: 'device="x"} or vector(1) #'
             """,
         stderr=spec_errors(
-            "specs/web.yaml:7:15: alerts[0].matchers: expected label matchers like "
-            "'device=~\"nvme.+\"' without braces"
+            "specs/web.yaml:7:15: alerts[0].matchers: expected only label matchers, got: "
+            'device="x"} or vector(1) #',
         ),
     ),
     Case(
@@ -897,8 +897,8 @@ CASES: list[Case] = [
               - {signal: disk_await, threshold: 5ms, severity: warning}
             """,
         stderr=spec_errors(
-            "specs/web.yaml:4:9: selectors.node: expected label matchers like "
-            "'device=~\"nvme.+\"' without braces"
+            'specs/web.yaml:4:9: selectors.node: expected only label matchers, got: job="x"} '
+            "or vector(1) #",
         ),
     ),
     Case(

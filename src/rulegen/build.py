@@ -118,8 +118,12 @@ def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
     return resolved
 
 
-def build(inputs: SpecInputs, catalog: Catalog) -> BuildResult:
-    """Resolve the specs and render every output file in memory."""
+def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> BuildResult:
+    """Resolve the specs and render every output file in memory.
+
+    ``root`` is the folder the headers' spec paths are relative to (the output folder's
+    parent, normally the repo root), so the output does not depend on the working directory.
+    """
     specs = load_specs(inputs.specs, catalog)
     result = BuildResult([])
     diagnostics: list[Diagnostic] = []
@@ -132,11 +136,12 @@ def build(inputs: SpecInputs, catalog: Catalog) -> BuildResult:
             continue
         service = ServiceOutput(spec.service, spec.source, _interval(spec), groups, tests)
         result.services.append(service)
+        source = _header_source(spec.source, root)
         rules_name = f"prometheus/{spec.service}.rules.yml"
-        result.files[rules_name] = dump_yaml(rule_file(groups), spec.source)
+        result.files[rules_name] = dump_yaml(rule_file(groups), source)
         if tests:
             data = tests_file(f"../{rules_name}", service.evaluation_interval, tests)
-            result.files[f"tests/{spec.service}.test.yml"] = dump_yaml(data, spec.source)
+            result.files[f"tests/{spec.service}.test.yml"] = dump_yaml(data, source)
     if diagnostics:
         raise SpecError(diagnostics)
     for path in inputs.user_tests:
@@ -145,6 +150,13 @@ def build(inputs: SpecInputs, catalog: Catalog) -> BuildResult:
             raise UsageError(f"{display(path)}: clashes with the generated {target}; rename it")
         result.files[target] = path.read_text("utf-8")
     return result
+
+
+def _header_source(source: str, root: Path | None) -> str:
+    if root is None:
+        return source
+    relative = os.path.relpath(Path(source).resolve(), root.resolve())
+    return Path(relative).as_posix() if not relative.startswith("..") else Path(source).name
 
 
 def _interval(spec: ResolvedSpec) -> str:

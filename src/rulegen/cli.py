@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rulegen import __version__
-from rulegen.build import OWNED, build, discover, display, load_specs, validate
+from rulegen.build import OWNED, build, discover, display, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
     RulegenError,
@@ -82,8 +82,8 @@ def _catalog(templates: list[Path] | None) -> Catalog:
 def _build(args: argparse.Namespace) -> int:
     catalog = _catalog(args.templates)
     inputs = discover(args.paths or [Path("specs")])
-    result = build(inputs, catalog)
     out: Path = args.out
+    result = build(inputs, catalog, root=out.resolve().parent)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {display(out)}: exists and is not a directory")
     if args.check:
@@ -108,8 +108,8 @@ def _build(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     catalog = _catalog(args.templates)
     inputs = discover(args.paths)
-    specs = load_specs(inputs.specs, catalog)
-    print(f"{len(specs)} spec(s) valid")
+    result = build(inputs, catalog)
+    print(f"{len(result.services)} spec(s) valid")
     return 0
 
 

@@ -25,6 +25,7 @@ class RecordingRule:
 
     record: str
     expr: str
+    labels: tuple[tuple[str, str], ...]
     origin: Origin
 
 

@@ -59,14 +59,17 @@ def write_tree(
     owned: tuple[str, ...],
     check: Callable[[Path], None] | None = None,
 ) -> None:
-    """Replace the ``owned`` subfolders of ``out_dir`` with ``files``, atomically per build.
+    """Replace the ``owned`` subfolders of ``out_dir`` with ``files``, or change nothing.
 
-    Why: files are first written to a sibling temporary folder and checked there (``check``
-    runs promtool on it), then swapped in; on any error before the swap the previous output
-    is untouched.
+    Why: files are written to a temporary folder inside ``out_dir`` (the same filesystem, so
+    renames are atomic even when ``out_dir`` is a mount point) and checked there (``check``
+    runs promtool); only then are the folders swapped in, and a failed swap is rolled back.
+    A missing ``out_dir`` is created only once everything has passed.
     """
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.rulegen-", dir=out_dir.parent))
+    created = not out_dir.exists()
+    home = out_dir if not created else out_dir.parent
+    home.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.rulegen-", dir=home))
     try:
         for relative, text in files.items():
             target = staging / relative
@@ -75,20 +78,31 @@ def write_tree(
         if check is not None:
             check(staging)
         out_dir.mkdir(exist_ok=True)
-        for folder in owned:
-            _swap(staging / folder, out_dir / folder)
+        _swap_all(staging, out_dir, owned)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _swap(new: Path, current: Path) -> None:
-    old = current.with_name(f".{current.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if current.exists():
-        current.replace(old)
-    if new.exists():
-        new.replace(current)
-    shutil.rmtree(old, ignore_errors=True)
+def _swap_all(staging: Path, out_dir: Path, owned: tuple[str, ...]) -> None:
+    """Move each owned folder aside, move the new one in; on any failure put the old ones back."""
+    moved: list[tuple[Path, Path]] = []
+    installed: list[Path] = []
+    try:
+        for folder in owned:
+            current, new = out_dir / folder, staging / folder
+            if current.exists():
+                aside = staging / f".old-{folder}"
+                current.replace(aside)
+                moved.append((aside, current))
+            if new.exists():
+                new.replace(current)
+                installed.append(current)
+    except OSError:
+        for path in installed:
+            shutil.rmtree(path, ignore_errors=True)
+        for aside, current in moved:
+            aside.replace(current)
+        raise
 
 
 def diff_tree(out_dir: Path, files: Mapping[str, str], owned: tuple[str, ...]) -> str:

@@ -7,6 +7,8 @@ Why: user text reaches PromQL only through these functions, so a matcher like
 from __future__ import annotations
 
 import re
+import re._parser as re_parser  # type: ignore[import-not-found]  # the stdlib regex parser
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,8 +56,6 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
     """Parse ``a="b", c=~"d.*"`` into matchers; anything else raises ``ValueError``."""
     if not text.strip():
         return ()
-    if "{" in text or "}" in text:
-        raise ValueError("expected label matchers like 'device=~\"nvme.+\"' without braces")
     try:
         parsed = promql_parser.parse("__rulegen_probe__{" + text + "}")
     except (ValueError, RuntimeError):
@@ -68,7 +68,9 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
     for matcher in matchers:
         if matcher.op in ("=~", "!~"):
             try:
-                re.compile(matcher.value)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    re.compile(python_regex(matcher.value))
             except re.error as exc:
                 raise ValueError(f"invalid regex for label {matcher.name}: {exc}") from None
     return matchers
@@ -83,10 +85,114 @@ def _explain(text: str) -> str:
         return "matchers may not select on __name__"
     for name, pattern in _REGEX_MATCHER.findall(text):
         try:
-            re.compile(pattern.encode().decode("unicode_escape"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                re.compile(python_regex(pattern.encode().decode("unicode_escape")))
         except re.error as exc:
             return f"invalid regex for label {name}: {exc}"
     return f"invalid label matchers: {text}"
+
+
+_POSIX_CLASSES = {
+    "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "lower": "a-z", "upper": "A-Z",
+    "space": " \\t\\n\\r\\f\\v", "word": "a-zA-Z0-9_", "xdigit": "0-9a-fA-F",
+    "punct": "!-/:-@[-`{-~",
+}  # fmt: skip
+_UNICODE_CLASSES = {r"\pL": "a-zA-Z", r"\p{L}": "a-zA-Z", r"\pN": "0-9", r"\p{N}": "0-9"}
+
+
+def python_regex(pattern: str) -> str:
+    """An RE2 pattern (what Prometheus uses) in Python ``re`` syntax, for checks and examples.
+
+    Why: RE2's POSIX classes (``[[:alpha:]]``) and ``\\pL`` mean something else, or nothing,
+    to Python; translating them keeps a legal Prometheus matcher legal here.
+    """
+    for name, chars in _POSIX_CLASSES.items():
+        pattern = pattern.replace(f"[:{name}:]", chars)
+    for name, chars in _UNICODE_CLASSES.items():
+        pattern = pattern.replace(name, f"[{chars}]")
+    return pattern
+
+
+def full_match(pattern: str, value: str) -> bool:
+    """Prometheus' anchored regex match, evaluated with Python ``re``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return re.fullmatch(python_regex(pattern), value) is not None
+
+
+def regex_example(pattern: str) -> str | None:
+    """A short string the (anchored) regex matches, or ``None`` when none can be derived."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            example = _example(re_parser.parse(python_regex(pattern)))
+    except (re.error, _Unsupported):
+        return None
+    return example if full_match(pattern, example) else None
+
+
+class _Unsupported(Exception):
+    """A regex construct the example generator does not handle."""
+
+
+def _example(parsed: Any) -> str:
+    """A short string a parsed regex matches (first branch, minimal repeats, at least one)."""
+    out = []
+    for op, arg in parsed:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name == "ANY":
+            out.append("0")
+        elif name == "NOT_LITERAL":
+            out.append("0" if chr(arg) != "0" else "1")
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, _high, item = arg
+            out.append(_example(item) * max(int(low), 1))
+        elif name == "SUBPATTERN":
+            out.append(_example(arg[-1]))
+        elif name == "BRANCH":
+            out.append(_example(arg[1][0]))
+        elif name == "IN":
+            out.append(_first_in(arg))
+        elif name != "AT":
+            raise _Unsupported(name)
+    return "".join(out)
+
+
+def _first_in(items: Any) -> str:
+    if items and str(items[0][0]) == "NEGATE":
+        excluded = items[1:]
+        for candidate in "0aAzZx_-9":
+            if not _in_class(candidate, excluded):
+                return candidate
+        raise _Unsupported("NEGATE")
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            return chr(arg)
+        if name == "RANGE":
+            return chr(arg[0])
+        if name == "CATEGORY":
+            return {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " "}.get(str(arg), "a")
+    raise _Unsupported("IN")
+
+
+def _in_class(char: str, items: Any) -> bool:
+    for op, arg in items:
+        name = str(op)
+        if (name == "LITERAL" and chr(arg) == char) or (
+            name == "RANGE" and arg[0] <= ord(char) <= arg[1]
+        ):
+            return True
+        if name == "CATEGORY":
+            kind = str(arg)
+            if ("DIGIT" in kind and char.isdigit()) or (
+                "WORD" in kind and (char.isalnum() or char == "_")
+            ):
+                return True
+    return False
 
 
 def check_syntax(expr: str) -> str | None:

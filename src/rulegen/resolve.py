@@ -455,7 +455,7 @@ def _param_value(kind: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise ValueError(f"expected a regex string, got {value!r}")
         try:
-            re.compile(value)
+            re.compile(promql.python_regex(value))
         except re.error as exc:
             raise ValueError(f"invalid regex {value!r}: {exc}") from None
         return value
@@ -508,9 +508,13 @@ def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[Rul
         for alert in by_family[family]:
             expr = alert.expr
             if alert.record is not None:
+                # The service label keeps two services' recordings (and a mixin's recording of
+                # the same name) apart; the alert reads only its own.
                 name = records[alert.name]
-                recordings.setdefault(name, RecordingRule(name, alert.quantity, alert.origin))
-                expr = expr.replace(alert.record, name, 1)
+                own = (("service", spec.service),)
+                recordings.setdefault(name, RecordingRule(name, alert.quantity, own, alert.origin))
+                selector = f"{name}{{service={promql.quote(spec.service)}}}"
+                expr = expr.replace(alert.record, selector, 1)
             alerts.append(
                 AlertRule(
                     alert.name,
@@ -529,15 +533,18 @@ def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[Rul
 
 def _record_names(alerts: tuple[ResolvedAlert, ...]) -> dict[str, str]:
     """A recording name per alert: shared when the expression is the same, suffixed when not."""
-    first_expr: dict[str, str] = {}
+    expr_of: dict[str, str] = {}
     names: dict[str, str] = {}
     for alert in alerts:
         if alert.record is None:
             continue
-        known = first_expr.setdefault(alert.record, alert.quantity)
-        if known == alert.quantity:
-            names[alert.name] = alert.record
-        else:
+        name = alert.record
+        if expr_of.setdefault(name, alert.quantity) != alert.quantity:
             snake = re.sub(r"(?<!^)(?=[A-Z])", "_", alert.name).lower()
-            names[alert.name] = f"{alert.record}_{snake}"
+            name = f"{alert.record}_{snake}"
+            count = 1
+            while expr_of.setdefault(name, alert.quantity) != alert.quantity:
+                count += 1
+                name = f"{alert.record}_{snake}_{count}"
+        names[alert.name] = name
     return names

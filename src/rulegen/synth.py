@@ -14,8 +14,6 @@ such rates are exact from the second sample ("ratio" signals), gauges from the f
 from __future__ import annotations
 
 import math
-import re
-import re._parser as re_parser  # type: ignore[import-not-found]  # stdlib regex parser
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -26,7 +24,7 @@ from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.model import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.resolve import ResolvedAlert, ResolvedSpec
-from rulegen.templating import TemplateFailure, evaluate
+from rulegen.templating import TemplateFailure, evaluate, render_promql
 
 MARGIN = Decimal("0.000000001")
 
@@ -123,8 +121,16 @@ def _plan_and_timing(
     alert: ResolvedAlert, signal: SignalDef, evaluation: Decimal, scrape: Decimal
 ) -> tuple[_Plan, _Timing]:
     """Pick test values whose ramp never lands exactly on the threshold at an evaluation."""
-    for factor in _FACTORS:
-        plan = _plan(alert, signal, factor)
+    for plan in _candidate_plans(alert, signal):
+        exact = signal.test.integer  # a count is an exact float: no rounding to fear
+        if not exact and not _prints_stably(plan.fire, signal.threshold.unit):
+            if signal.test.histogram is not None:
+                raise SynthError(
+                    f"the test value {plan.fire} sits on a rounding tie of Prometheus' "
+                    "4-digit formatting; move the threshold slightly",
+                    "threshold",
+                )
+            continue
         try:
             return plan, _timing(alert, signal, plan.fire, evaluation, scrape)
         except _Collision:
@@ -133,6 +139,40 @@ def _plan_and_timing(
         "every test value meets the threshold exactly at some evaluation; "
         "choose a different evaluation_interval or window"
     )
+
+
+_FORMAT = {
+    "duration": gotemplate.humanize_duration,
+    "percent": gotemplate.humanize_percentage,
+    "number": gotemplate.humanize,
+    "bandwidth": gotemplate.humanize1024,
+}
+
+
+def _candidate_plans(alert: ResolvedAlert, signal: SignalDef) -> list[_Plan]:
+    """Test values to try in order; whole seconds get a half-second variant.
+
+    Why: humanizeDuration truncates seconds, so 66 s may print as "1m 5s" when Prometheus
+    computes 65.99999999; 66.5 s prints "1m 6s" either way.
+    """
+    plans = []
+    for factor in _FACTORS:
+        plan = _plan(alert, signal, factor)
+        plans.append(plan)
+        firing_up = signal.threshold.op == ">" and signal.test.histogram is None
+        if signal.threshold.unit == "duration" and plan.fire >= 1 and firing_up:
+            plans.append(_Plan(plan.fire + Decimal("0.5"), plan.quiet))
+    return plans
+
+
+def _prints_stably(value: Decimal, unit: str) -> bool:
+    """Whether Prometheus prints the same text for the value one float ulp either way.
+
+    Why: ``%.4g`` of a value such as 5.505 depends on the last bit of the float Prometheus
+    computes, so the expected annotation would be a coin toss.
+    """
+    fmt = _FORMAT[unit]
+    return fmt(float(value) * (1 + 1e-12)) == fmt(float(value) * (1 - 1e-12))
 
 
 def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal) -> _Plan:
@@ -212,7 +252,8 @@ def _timing(
     while True:
         ramp = min(t, window) / window if settle == "window" else Decimal(1)
         value = fire_value * ramp
-        if abs(value - alert.threshold) <= MARGIN * abs(alert.threshold):
+        margin = 0 if signal.test.integer else MARGIN * abs(alert.threshold)
+        if abs(value - alert.threshold) <= margin:
             raise _Collision
         if (value > alert.threshold) if signal.threshold.op == ">" else (value < alert.threshold):
             break
@@ -235,26 +276,70 @@ def _grid(at_least: Decimal, evaluation: Decimal) -> Decimal:
 def _scenarios(alert: ResolvedAlert, signal: SignalDef, plan: _Plan) -> list[_Scenario]:
     test = signal.test
     context = _context(alert, plan)
-    base = _satisfy(dict(test.labels), alert.selector_matchers, test.vary)
+    matchers = alert.selector_matchers
+    vary = _vary_label(signal, matchers)
+    base = dict(test.labels)
+    fire = _labels_for(base, matchers, vary, 1)
+    quiet = _labels_for(base, matchers, vary, 2)
+    assert fire is not None
+    assert quiet is not None
     out = [
-        _Scenario("fires", _numbered(base, test.vary, 1), plan.fire, test.series, test.histogram),
-        _Scenario("quiet", _numbered(base, test.vary, 2), plan.quiet, test.series, test.histogram),
+        _Scenario("fires", fire, plan.fire, test.series, test.histogram),
+        _Scenario("quiet", quiet, plan.quiet, test.series, test.histogram),
     ]
     for neutral in test.neutral:
         if neutral.when and not _truthy(neutral.when, context):
             continue
-        labels = _satisfy({**base, **neutral.labels}, (), test.vary)
-        out.append(
-            _Scenario(
-                neutral.name, _numbered(labels, test.vary, len(out) + 1), Decimal(0),
-                neutral.series, neutral.histogram,
-            )
-        )  # fmt: skip
+        own = {k: _render_label(v, context) for k, v in neutral.labels.items()}
+        labels = _labels_for({**base, **own}, matchers, vary, len(out) + 1, fixed=set(own))
+        if labels is None:
+            continue  # the alert's own matchers exclude this case: it would prove nothing
+        out.append(_Scenario(neutral.name, labels, Decimal(0), neutral.series, neutral.histogram))
     return out
 
 
-def _numbered(labels: Mapping[str, str], vary: str, n: int) -> dict[str, str]:
-    return {**labels, vary: labels[vary].replace("{n}", str(n))}
+def _vary_label(signal: SignalDef, matchers: tuple[promql.Matcher, ...]) -> str:
+    """The label that tells scenarios apart: the first one no ``=`` matcher pins."""
+    pinned = {m.name for m in matchers if m.op == "="}
+    for label in (signal.test.vary, *signal.test.vary_alt):
+        if label not in pinned:
+            return label
+    names = ", ".join((signal.test.vary, *signal.test.vary_alt))
+    raise SynthError(f"the matchers pin {names}, which the test needs to vary", "matchers")
+
+
+def _labels_for(
+    base: Mapping[str, str],
+    matchers: tuple[promql.Matcher, ...],
+    vary: str,
+    n: int,
+    fixed: set[str] | None = None,
+) -> dict[str, str] | None:
+    """Scenario ``n``'s labels, accepted by every matcher; ``None`` if a fixed label is refused."""
+    labels = dict(base)
+    template = labels.get(vary, "")
+    labels[vary] = template.replace("{n}", str(n)) if "{n}" in template else f"{template}-{n}"
+    for name in sorted({m.name for m in matchers}):
+        on_label = [m for m in matchers if m.name == name]
+        current = labels.get(name, "")
+        if all(_accepts(m, current) for m in on_label):
+            continue
+        if fixed and name in fixed:
+            return None
+        samples = [s for s in (_sample(m) for m in on_label) if s is not None]
+        if name == vary:
+            samples = [f"{s}{n}" for s in samples] + [f"{n}{s}" for s in samples]
+        chosen = next((s for s in samples if all(_accepts(m, s) for m in on_label)), None)
+        if chosen is None:
+            rendered = ", ".join(m.render() for m in on_label)
+            raise SynthError(f"cannot build a test series that matches {rendered}", "matchers")
+        labels[name] = chosen
+    # An empty value selects series without the label: Prometheus has no empty labels.
+    return {k: v for k, v in labels.items() if v != ""}
+
+
+def _render_label(value: str, context: Mapping[str, Any]) -> str:
+    return render_promql(value, context) if "{{" in value else value
 
 
 def _context(alert: ResolvedAlert, plan: _Plan, q: Decimal | None = None) -> dict[str, Any]:
@@ -273,36 +358,12 @@ def _truthy(expression: str, context: Mapping[str, Any]) -> bool:
         raise SynthError(str(exc)) from None
 
 
-def _satisfy(
-    labels: dict[str, str], matchers: tuple[promql.Matcher, ...], vary: str
-) -> dict[str, str]:
-    """Give the scenario labels values that every selector and matcher of the alert accepts."""
-    out = dict(labels)
-    for matcher in matchers:
-        current = out.get(matcher.name, "")
-        probe = current.replace("{n}", "1")
-        if _accepts(matcher, probe):
-            continue
-        if matcher.name == vary:
-            raise SynthError(
-                f"the matcher {matcher.render()} excludes every test {vary}", "matchers"
-            )
-        candidate = matcher.value if matcher.op == "=" else _sample(matcher)
-        if candidate is None or not _accepts(matcher, candidate):
-            raise SynthError(
-                f"cannot build a test series that matches {matcher.render()}", "matchers"
-            )
-        out[matcher.name] = candidate
-    # An empty value selects series without the label: Prometheus has no empty labels.
-    return {k: v for k, v in out.items() if v != ""}
-
-
 def _accepts(matcher: promql.Matcher, value: str) -> bool:
     if matcher.op == "=":
         return value == matcher.value
     if matcher.op == "!=":
         return value != matcher.value
-    found = re.fullmatch(matcher.value, value) is not None
+    found = promql.full_match(matcher.value, value)
     return found if matcher.op == "=~" else not found
 
 
@@ -310,49 +371,9 @@ def _sample(matcher: promql.Matcher) -> str | None:
     """A label value the matcher accepts: a fixed one for negative matchers, else from the regex."""
     if matcher.op in ("!=", "!~"):
         return "rulegen-test"
-    try:
-        return _example(re_parser.parse(matcher.value))
-    except (re.error, _Unsupported):
-        return None
-
-
-class _Unsupported(Exception):
-    """A regex construct the example generator does not handle."""
-
-
-def _example(parsed: Any) -> str:
-    """A short string a parsed regex matches (first branch, minimal repeats, at least one)."""
-    out = []
-    for op, arg in parsed:
-        name = str(op)
-        if name == "LITERAL":
-            out.append(chr(arg))
-        elif name == "ANY":
-            out.append("0")
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, _high, item = arg
-            out.append(_example(item) * max(int(low), 1))
-        elif name == "SUBPATTERN":
-            out.append(_example(arg[-1]))
-        elif name == "BRANCH":
-            out.append(_example(arg[1][0]))
-        elif name == "IN":
-            out.append(_first_in(arg))
-        elif name != "AT":
-            raise _Unsupported(name)
-    return "".join(out)
-
-
-def _first_in(items: Any) -> str:
-    for op, arg in items:
-        name = str(op)
-        if name == "LITERAL":
-            return chr(arg)
-        if name == "RANGE":
-            return chr(arg[0])
-        if name == "CATEGORY":
-            return {"CATEGORY_DIGIT": "0", "CATEGORY_SPACE": " "}.get(str(arg), "a")
-    raise _Unsupported("IN")
+    if matcher.op == "=":
+        return matcher.value
+    return promql.regex_example(matcher.value)
 
 
 def _series(
@@ -368,7 +389,8 @@ def _series(
         if definition.when and not _truthy(definition.when, context):
             continue
         name = _name(definition.name, context)
-        labels = {**scenario.labels, **definition.labels}
+        own = {k: _render_label(v, context) for k, v in definition.labels.items()}
+        labels = {**scenario.labels, **own}
         values = _values(definition, context, scrape, steps)
         out.append(InputSeries(_selector(name, labels), values))
     if scenario.histogram is not None:
@@ -377,8 +399,6 @@ def _series(
 
 
 def _name(template: str, context: Mapping[str, Any]) -> str:
-    from rulegen.templating import render_promql
-
     name = render_promql(template, context)
     if not promql.METRIC_NAME.match(name):
         raise SynthError(f"test series name {name!r} is not a metric name")
@@ -448,7 +468,11 @@ def _selector(name: str, labels: Mapping[str, str]) -> str:
 
 def _expected_labels(alert: ResolvedAlert, signal: SignalDef, fire: _Scenario) -> dict[str, str]:
     keep = signal.test.keep
-    series_labels = {k: v for k, v in fire.labels.items() if keep is None or k in keep}
+    series_labels = {
+        k: v
+        for k, v in fire.labels.items()
+        if (keep is None or k in keep) and k not in signal.test.drop
+    }
     series_labels.update(signal.test.add)
     for name, value in alert.labels:
         series_labels[name] = gotemplate.expand(value, series_labels, math.nan)

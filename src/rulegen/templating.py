@@ -53,6 +53,8 @@ def _environment(**delimiters: str) -> ImmutableSandboxedEnvironment:
     env.filters["metric_part"] = _metric_part
     env.filters["pname"] = _quantile_name
     env.filters["promql_string"] = promql.quote
+    env.filters["regex_example"] = lambda pattern: promql.regex_example(pattern) or ""
+    env.filters["matches"] = lambda value, pattern: promql.full_match(pattern, value)
     return env
 
 

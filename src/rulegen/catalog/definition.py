@@ -90,7 +90,9 @@ class TestDef(_Strict):
     settle: Settle
     labels: dict[str, str]
     vary: str
+    vary_alt: list[str] = []
     keep: list[str] | None = None
+    drop: list[str] = []
     add: dict[str, str] = {}
     max: Decimal | None = None
     integer: bool = False

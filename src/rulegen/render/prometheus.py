@@ -23,5 +23,7 @@ def _group(group: RuleGroup) -> dict[str, Any]:
             data["annotations"] = dict(rule.annotations)
         else:
             data = {"record": rule.record, "expr": rule.expr}
+            if rule.labels:
+                data["labels"] = dict(rule.labels)
         rules.append(data)
     return {"name": group.name, "interval": group.interval, "rules": rules}

@@ -57,7 +57,11 @@ def _default_runner(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProce
 def find_promtool() -> str:
     """The promtool binary: ``$RULEGEN_PROMTOOL`` or the one on PATH."""
     configured = os.environ.get("RULEGEN_PROMTOOL")
-    found = configured if configured and Path(configured).is_file() else shutil.which("promtool")
+    if configured:
+        if not Path(configured).is_file():
+            raise ToolNotFoundError(f"RULEGEN_PROMTOOL={configured} does not exist; {INSTALL_HINT}")
+        return configured
+    found = shutil.which("promtool")
     if not found:
         raise ToolNotFoundError(f"promtool not found; {INSTALL_HINT}")
     return found
