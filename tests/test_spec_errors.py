@@ -733,6 +733,20 @@ CASES: list[Case] = [
             "(expected 10Gbps, 25Gbit/s, 12.5GB/s or bytes/s)"
         ),
     ),
+    Case(
+        "a spec whose generated tests would run for many minutes is rejected",
+        spec="version: 1\nservice: web\nevaluation_interval: 10s\nalerts:\n"
+        + "".join(
+            f"  - {{signal: disk_await, name: A{i}, threshold: 5ms, severity: warning, "
+            "window: 1d, for: 1d}\n"
+            for i in range(25)
+        ),
+        stderr=spec_errors(
+            "specs/web.yaml:5:5: alerts: the generated tests would evaluate 26 rules 216075 "
+            "times (budget 5000000 rule evaluations, about 5 min of promtool): shorten long "
+            "windows and for durations, or split the spec"
+        ),
+    ),
     # --- custom alerts and names -------------------------------------------------------
     Case(
         "invalid PromQL in a custom expr is rejected with the parser's message",

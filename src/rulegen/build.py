@@ -28,6 +28,9 @@ from rulegen.synth import build_tests
 from rulegen.validate import promtool
 
 OWNED = ("prometheus", "tests")
+# promtool evaluates every rule of the file at every step of every test: about a million rule
+# evaluations a minute on one core; this keeps a build well inside promtool's timeout.
+MAX_TEST_COST = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,17 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
             tests = build_tests(spec)
         except SpecError as exc:
             diagnostics.extend(exc.diagnostics)
+            continue
+        rules = sum(len(g.rules) for g in groups)
+        cost = sum(t.evaluations for t in tests) * rules
+        if cost > MAX_TEST_COST:
+            message = (
+                f"the generated tests would evaluate {rules} rules {cost // rules} times "
+                f"(budget {MAX_TEST_COST} rule evaluations, about {MAX_TEST_COST // 10**6} min of "
+                "promtool): shorten long windows and for durations, or split the spec"
+            )
+            first = spec.alerts[0].origin
+            diagnostics.append(Diagnostic(first.file, first.line, first.col, "alerts", message))
             continue
         service = ServiceOutput(spec.service, spec.source, _interval(spec), groups, tests)
         result.services.append(service)

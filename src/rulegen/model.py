@@ -95,6 +95,7 @@ class TestCase:
     series: tuple[InputSeries, ...]
     alert_checks: tuple[AlertCheck, ...]
     expr_checks: tuple[ExprCheck, ...]
+    evaluations: int = 0
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,8 @@ def alert_test(alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal) -> Te
     after = f"after {units.format_duration(alert.for_seconds)}" if alert.for_seconds else "at once"
     name = f"{alert.name}: fires at {fires} {after}; silent at {quiet}"
     name += f" and for {neutral}" if neutral else ""
-    return TestCase(name, units.format_duration(scrape), series, checks, exprs)
+    evaluations = int(timing.check / evaluation) + 1
+    return TestCase(name, units.format_duration(scrape), series, checks, exprs, evaluations)
 
 
 def _value_text(signal: SignalDef, value: Decimal) -> str:
