@@ -228,10 +228,3 @@ def _type_of(node: Any) -> str:
         sides = {_type_of(node.lhs), _type_of(node.rhs)}
         return "vector" if "vector" in sides else "scalar"
     return "vector"
-
-
-def selector(matchers: tuple[Matcher, ...]) -> str:
-    """``{a="b",c=~"d"}`` or the empty string when there are no matchers."""
-    if not matchers:
-        return ""
-    return "{" + ", ".join(m.render() for m in matchers) + "}"
