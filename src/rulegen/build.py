@@ -7,6 +7,7 @@ Why: one readable function per stage, so the CLI stays a thin shell and the libr
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,13 +15,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from rulegen import units
 from rulegen.catalog import Catalog
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
-from rulegen.model import RuleGroup, ServiceOutput
+from rulegen.model import Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.output import dump_yaml
 from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
 from rulegen.resolve import ResolvedSpec, build_groups, resolve_spec
+from rulegen.slo.rules import slo_group
+from rulegen.slo.tests import SLOTestError, history_step, slo_tests
 from rulegen.spec.loader import LoadError, load_file
 from rulegen.spec.locate import pydantic_diagnostics
 from rulegen.spec.models import spec_model
@@ -131,31 +135,13 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
     result = BuildResult([])
     diagnostics: list[Diagnostic] = []
     for spec in specs:
-        groups = build_groups(spec, catalog.families)
         try:
-            tests = build_tests(spec)
+            service = _service_output(spec, catalog)
         except SpecError as exc:
             diagnostics.extend(exc.diagnostics)
             continue
-        rules = sum(len(g.rules) for g in groups)
-        cost = sum(t.evaluations for t in tests) * rules
-        if cost > MAX_TEST_COST:
-            message = (
-                f"the generated tests would evaluate {rules} rules {cost // rules} times "
-                f"(budget {MAX_TEST_COST} rule evaluations, about {MAX_TEST_COST // 10**6} min of "
-                "promtool): shorten long windows and for durations, or split the spec"
-            )
-            first = spec.alerts[0].origin
-            diagnostics.append(Diagnostic(first.file, first.line, first.col, "alerts", message))
-            continue
-        service = ServiceOutput(spec.service, spec.source, _interval(spec), groups, tests)
         result.services.append(service)
-        source = _header_source(spec.source, root)
-        rules_name = f"prometheus/{spec.service}.rules.yml"
-        result.files[rules_name] = dump_yaml(rule_file(groups), source)
-        if tests:
-            data = tests_file(f"../{rules_name}", service.evaluation_interval, tests)
-            result.files[f"tests/{spec.service}.test.yml"] = dump_yaml(data, source)
+        result.files.update(_service_files(service, spec, _header_source(spec.source, root)))
     if diagnostics:
         raise SpecError(diagnostics)
     for path in inputs.user_tests:
@@ -164,6 +150,84 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
             raise UsageError(f"{display(path)}: clashes with the generated {target}; rename it")
         result.files[target] = path.read_text("utf-8")
     return result
+
+
+def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
+    """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
+    groups = build_groups(spec, catalog.families)
+    tests = build_tests(spec)
+    _check_cost(spec, groups, tests, spec.alerts[0].origin if spec.alerts else None)
+    slos = []
+    for slo in spec.slos:
+        group = slo_group(slo)
+        try:
+            cases, history = slo_tests(slo)
+        except SLOTestError as exc:
+            origin = slo.origin
+            raise SpecError(
+                [
+                    Diagnostic(
+                        origin.file,
+                        origin.line,
+                        origin.col,
+                        origin.path,
+                        f"no test can be built: {exc}",
+                    )
+                ]
+            ) from None
+        _check_cost(spec, (group,), cases + history, slo.origin)
+        slos.append(
+            SLOOutput(
+                slo.name, units.format_duration(slo.evaluation), group, cases,
+                units.format_duration(history_step(slo)), history,
+            )
+        )  # fmt: skip
+    return ServiceOutput(
+        spec.service, spec.source, _interval(spec), groups, tests, slos=tuple(slos)
+    )
+
+
+def _check_cost(
+    spec: ResolvedSpec,
+    groups: Sequence[RuleGroup],
+    tests: Sequence[TestCase],
+    origin: Origin | None,
+) -> None:
+    """Refuse a spec whose generated tests would keep promtool busy for minutes."""
+    rules = sum(len(g.rules) for g in groups)
+    cost = sum(t.evaluations for t in tests) * rules
+    if cost <= MAX_TEST_COST or origin is None:
+        return
+    message = (
+        f"the generated tests would evaluate {rules} rules {cost // rules} times "
+        f"(budget {MAX_TEST_COST} rule evaluations, about {MAX_TEST_COST // 10**6} min of "
+        "promtool): shorten long windows and for durations, or split the spec"
+    )
+    raise SpecError([Diagnostic(origin.file, origin.line, origin.col, origin.path, message)])
+
+
+def _service_files(service: ServiceOutput, spec: ResolvedSpec, source: str) -> dict[str, str]:
+    """Output files of one service: its rules and tests, and one pair per SLO.
+
+    Why one file pair per SLO: an SLO's tests replay days of history, and promtool evaluates
+    every group of a test's rule files at every step; alone, an SLO's tests take seconds.
+    """
+    files: dict[str, str] = {}
+    if service.groups:
+        rules_name = f"prometheus/{spec.service}.rules.yml"
+        files[rules_name] = dump_yaml(rule_file(service.groups), source)
+        if service.tests:
+            data = tests_file(f"../{rules_name}", service.evaluation_interval, service.tests)
+            files[f"tests/{spec.service}.test.yml"] = dump_yaml(data, source)
+    for slo in service.slos:
+        rules_name = f"prometheus/{spec.service}.slo.{slo.name}.rules.yml"
+        files[rules_name] = dump_yaml(rule_file((slo.group,)), source)
+        data = tests_file(f"../{rules_name}", slo.evaluation_interval, slo.tests)
+        files[f"tests/{spec.service}.slo.{slo.name}.test.yml"] = dump_yaml(data, source)
+        if slo.history_tests:
+            data = tests_file(f"../{rules_name}", slo.history_step, slo.history_tests)
+            files[f"tests/{spec.service}.slo.{slo.name}.history.test.yml"] = dump_yaml(data, source)
+    return files
 
 
 def _header_source(source: str, root: Path | None) -> str:
@@ -190,10 +254,14 @@ def validate(folder: Path, result: BuildResult) -> list[str]:
         )
     summary = [f"{promtool.version()}", f"promtool check rules: {len(rules)} file(s) ok"]
     if tests:
-        tested = promtool.run_tests(tests, folder)
-        if not tested.ok:
+        # One promtool per file, side by side: an SLO's history tests take seconds each.
+        workers = max(1, min(len(tests), os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers) as pool:
+            runs = list(pool.map(lambda name: promtool.run_tests([name], folder), tests))
+        failures = [m for run in runs for m in run.messages if not run.ok]
+        if any(not run.ok for run in runs):
             raise ValidationFailed(
-                ["promtool test rules failed:", *_map_test_errors(tested.messages, result)]
+                ["promtool test rules failed:", *_map_test_errors(failures, result)]
             )
         summary.append(f"promtool test rules: {len(tests)} file(s) passed")
     return summary

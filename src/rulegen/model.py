@@ -99,6 +99,18 @@ class TestCase:
 
 
 @dataclass(frozen=True)
+class SLOOutput:
+    """One SLO's rule group and its generated tests (written to their own files)."""
+
+    name: str
+    evaluation_interval: str
+    group: RuleGroup
+    tests: tuple[TestCase, ...]
+    history_step: str = ""
+    history_tests: tuple[TestCase, ...] = ()
+
+
+@dataclass(frozen=True)
 class ServiceOutput:
     """Everything generated for one service spec."""
 
@@ -108,3 +120,4 @@ class ServiceOutput:
     groups: tuple[RuleGroup, ...]
     tests: tuple[TestCase, ...]
     user_tests: tuple[str, ...] = field(default=())
+    slos: tuple[SLOOutput, ...] = field(default=())

@@ -10,6 +10,7 @@ import re
 import re._parser as re_parser  # type: ignore[import-not-found]  # the stdlib regex parser
 import warnings
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import promql_parser
@@ -228,3 +229,49 @@ def _type_of(node: Any) -> str:
         sides = {_type_of(node.lhs), _type_of(node.rhs)}
         return "vector" if "vector" in sides else "scalar"
     return "vector"
+
+
+_SELECTOR = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
+
+
+def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
+    """``name{a="b"}`` into its metric name and matchers; anything else raises ``ValueError``.
+
+    Why: SLI selectors are counters that rulegen wraps in ``increase()`` itself, so a
+    function, a range or an offset in them is a mistake worth naming.
+    """
+    match = _SELECTOR.match(text)
+    if match is None:
+        raise ValueError(
+            f'must be a counter selector like name{{label="value"}} (got {text.strip()!r}); '
+            "no rate(), [range] or offset: rulegen adds increase() itself"
+        )
+    return match.group(1), parse_matchers(match.group(2) or "")
+
+
+def go_float(value: float) -> str:
+    """A float the way Go's ``strconv.FormatFloat(v, 'g', -1, 64)`` writes it (``1``, ``0.5``).
+
+    Why: Prometheus 2 client libraries in Go write histogram bounds this way (``le="1"``).
+    """
+    digits = Decimal(repr(value)).normalize()
+    _, numbers, exponent = digits.as_tuple()
+    assert isinstance(exponent, int)
+    power = len(numbers) + exponent - 1
+    if -4 <= power < 21 and power < 6:
+        return format(digits, "f")
+    mantissa = "".join(map(str, numbers))
+    head = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
+    return f"{head}e{'-' if power < 0 else '+'}{abs(power):02d}"
+
+
+def le_matcher(bound: Decimal) -> Matcher:
+    """An ``le`` matcher for one bucket bound in both spellings: ``1`` (Go) and ``1.0``.
+
+    Why: Prometheus 3 normalises classic-histogram bounds to the OpenMetrics spelling
+    (``le="1.0"``) while Prometheus 2 keeps what the exporter wrote (``le="1"`` from Go).
+    """
+    spellings = sorted({go_float(float(bound)), repr(float(bound))})
+    if len(spellings) == 1:
+        return Matcher("le", "=", spellings[0])
+    return Matcher("le", "=~", "|".join(re.sub(r"([.+])", r"\\\1", s) for s in spellings))

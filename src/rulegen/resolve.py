@@ -15,11 +15,14 @@ from typing import Any
 from rulegen import promql, units
 from rulegen.catalog import Catalog, SignalDef
 from rulegen.errors import Diagnostic
+from rulegen.fields import Collector, duration
+from rulegen.fields import labels as label_set
 from rulegen.model import AlertRule, Origin, RecordingRule, RuleGroup
-from rulegen.spec.loader import PathKey, Positions, format_path
+from rulegen.slo.model import ResolvedSLO
+from rulegen.slo.resolve import resolve_slos
+from rulegen.spec.loader import PathKey, Positions
 from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
 
-RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
 # Limits that keep every alert testable: a generated promtool test evaluates the whole rule
 # file at each evaluation up to window + for, so these bound its run time.
 MAX_INTERVAL = Decimal(3600)
@@ -66,45 +69,29 @@ class ResolvedSpec:
     evaluation_interval: Decimal
     scrape_interval: Decimal
     alerts: tuple[ResolvedAlert, ...]
-
-
-class _Collector:
-    """Collects diagnostics for one file so all of them are reported in one run."""
-
-    def __init__(self, positions: Positions) -> None:
-        self.positions = positions
-        self.diagnostics: list[Diagnostic] = []
-
-    def error(self, path: PathKey, message: str) -> None:
-        self.diagnostics.append(self.positions.diag(path, message))
-
-    def origin(self, path: PathKey) -> Origin:
-        line, col = self.positions.at(path)
-        return Origin(self.positions.file, line, col, _fmt(path))
-
-
-def _fmt(path: PathKey) -> str:
-    return format_path(path)
+    slos: tuple[ResolvedSLO, ...] = ()
 
 
 def resolve_spec(
     spec: Any, positions: Positions, catalog: Catalog
 ) -> tuple[ResolvedSpec | None, list[Diagnostic]]:
     """Resolve one validated spec; returns the result or the diagnostics that prevent it."""
-    col = _Collector(positions)
-    evaluation = _duration(
+    col = Collector(positions)
+    evaluation = duration(
         col, ("evaluation_interval",), spec.evaluation_interval, positive=True, most=MAX_INTERVAL
     )
-    scrape = _duration(
+    scrape = duration(
         col, ("scrape_interval",), spec.scrape_interval, positive=True, most=MAX_INTERVAL
     )
     selectors = _selectors(col, spec.selectors, catalog)
-    spec_labels = _labels(col, ("labels",), spec.labels)
+    spec_labels = label_set(col, ("labels",), spec.labels)
     if spec.runbook_url is not None and not re.match(r"^https?://\S+$", spec.runbook_url):
         col.error(("runbook_url",), f"must be an http(s) URL (got {spec.runbook_url!r})")
     alerts: list[ResolvedAlert] = []
     names: dict[str, int] = {}
-    for index, alert in enumerate(spec.alerts):
+    if not spec.alerts and not spec.slos:
+        col.error((), "a spec needs at least one entry in alerts or slos")
+    for index, alert in enumerate(spec.alerts or ()):
         path: PathKey = ("alerts", index)
         signal = None if alert.signal == "custom" else catalog.signals[alert.signal]
         name = alert.name or (signal.alert if signal else "")
@@ -126,17 +113,20 @@ def resolve_spec(
         )
         if resolved is not None:
             alerts.append(resolved)
+    slos: tuple[ResolvedSLO, ...] = ()
+    if evaluation is not None and scrape is not None:
+        slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
     if col.diagnostics or evaluation is None or scrape is None:
         return None, col.diagnostics
     return (
-        ResolvedSpec(spec.service, positions.file, evaluation, scrape, tuple(alerts)),
+        ResolvedSpec(spec.service, positions.file, evaluation, scrape, tuple(alerts), slos),
         [],
     )
 
 
 @dataclass
 class _AlertContext:
-    col: _Collector
+    col: Collector
     path: PathKey
     spec: Any
     name: str
@@ -145,34 +135,8 @@ class _AlertContext:
     scrape: Decimal
 
 
-def _duration(
-    col: _Collector,
-    path: PathKey,
-    text: object,
-    *,
-    positive: bool = False,
-    most: Decimal | None = None,
-) -> Decimal | None:
-    if not isinstance(text, str):
-        col.error(path, f"invalid duration {text!r} (expected Prometheus syntax like 30s, 5m, 1h)")
-        return None
-    try:
-        value = units.parse_duration(text)
-    except units.UnitError as exc:
-        col.error(path, str(exc))
-        return None
-    if positive and value <= 0:
-        col.error(path, f"must be longer than 0s (got {text!r})")
-        return None
-    if most is not None and value > most:
-        limit = units.format_duration(most)
-        col.error(path, f"must be at most {limit} (got {text!r})")
-        return None
-    return value
-
-
 def _selectors(
-    col: _Collector, selectors: Mapping[str, str], catalog: Catalog
+    col: Collector, selectors: Mapping[str, str], catalog: Catalog
 ) -> dict[str, tuple[promql.Matcher, ...]]:
     out: dict[str, tuple[promql.Matcher, ...]] = {}
     for family, text in selectors.items():
@@ -188,24 +152,9 @@ def _selectors(
     return out
 
 
-def _labels(
-    col: _Collector, path: PathKey, labels: Mapping[str, str]
-) -> tuple[tuple[str, str], ...]:
-    for key, value in labels.items():
-        if value == "":
-            col.error((*path, key), "label value must not be empty (Prometheus drops empty labels)")
-        if not promql.LABEL_NAME.match(key) or key.startswith("__"):
-            col.error(
-                (*path, key), "invalid label name (expected [a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)"
-            )
-        elif key in RESERVED_LABELS:
-            col.error((*path, key), f"label {key!r} is set by rulegen and cannot be overridden")
-    return tuple(sorted(labels.items()))
-
-
 def _final_labels(ctx: _AlertContext, alert: Any) -> tuple[tuple[str, str], ...]:
     merged = dict(ctx.spec_labels)
-    merged.update(_labels(ctx.col, (*ctx.path, "labels"), alert.labels))
+    merged.update(label_set(ctx.col, (*ctx.path, "labels"), alert.labels))
     merged["severity"] = alert.severity
     merged["service"] = ctx.spec.service
     return tuple((k, go_escape(v)) for k, v in sorted(merged.items()))
@@ -237,7 +186,7 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
         error = f"must return an instant vector, not a {kind} (an alert needs series to fire)"
         col.error((*path, "expr"), error)
     for_text = alert.for_ if alert.for_ is not None else "0s"
-    for_seconds = _duration(col, (*path, "for"), for_text, most=MAX_FOR)
+    for_seconds = duration(col, (*path, "for"), for_text, most=MAX_FOR)
     labels = _final_labels(ctx, alert)
     values = {"alert": ctx.name, "service": ctx.spec.service, "for": str(for_text)}
     defaults = (
@@ -264,7 +213,7 @@ def _catalog(
     before = len(col.diagnostics)
     threshold = _threshold(col, (*path, "threshold"), alert.threshold, signal)
     for_text = alert.for_ if alert.for_ is not None else signal.defaults.for_
-    for_seconds = _duration(col, (*path, "for"), for_text, most=MAX_FOR)
+    for_seconds = duration(col, (*path, "for"), for_text, most=MAX_FOR)
     window, window_seconds = _window(ctx, alert.window, signal)
     params = _params(col, path, alert, signal)
     matchers: tuple[promql.Matcher, ...] = ()
@@ -359,7 +308,7 @@ def _sel(matchers: tuple[promql.Matcher, ...]) -> Any:
     return sel
 
 
-def _threshold(col: _Collector, path: PathKey, raw: object, signal: SignalDef) -> Decimal | None:
+def _threshold(col: Collector, path: PathKey, raw: object, signal: SignalDef) -> Decimal | None:
     unit = signal.threshold.unit
     try:
         if unit == "duration":
@@ -406,7 +355,7 @@ def _window(ctx: _AlertContext, raw: object, signal: SignalDef) -> tuple[str | N
         return None, Decimal(0)
     text = raw if raw is not None else signal.defaults.window
     where = path if raw is not None else ctx.path
-    seconds = _duration(col, where, text, positive=True, most=MAX_WINDOW)
+    seconds = duration(col, where, text, positive=True, most=MAX_WINDOW)
     if seconds is None:
         return None, Decimal(0)
     if seconds != seconds.to_integral_value():
@@ -420,7 +369,7 @@ def _window(ctx: _AlertContext, raw: object, signal: SignalDef) -> tuple[str | N
     return units.format_duration(seconds), seconds
 
 
-def _params(col: _Collector, path: PathKey, alert: Any, signal: SignalDef) -> dict[str, Any]:
+def _params(col: Collector, path: PathKey, alert: Any, signal: SignalDef) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, definition in sorted(signal.params.items()):
         raw = getattr(alert, key)
@@ -477,7 +426,7 @@ def _param_value(kind: str, value: Any) -> Any:
 
 
 def _check_buckets(
-    col: _Collector, path: PathKey, params: Mapping[str, Any], threshold: Decimal
+    col: Collector, path: PathKey, params: Mapping[str, Any], threshold: Decimal
 ) -> None:
     bounds: tuple[Decimal, ...] = params["buckets"]
     if threshold >= bounds[-1]:

@@ -19,7 +19,7 @@ _DURATION_UNITS: dict[str, Decimal] = {
     "ms": Decimal("0.001"),
 }
 _PROM_DURATION = re.compile(r"^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$")
-_LATENCY = re.compile(r"^(\d+(?:\.\d+)?)(us|µs|ms|s|m|h)$")
+LATENCY = re.compile(r"^(\d+(?:\.\d+)?)(us|µs|ms|s|m|h)$")
 _LATENCY_UNITS = {
     "us": Decimal("0.000001"),
     "µs": Decimal("0.000001"),
@@ -52,7 +52,7 @@ def parse_duration(text: str) -> Decimal:
 
 def parse_latency(text: str) -> Decimal:
     """A latency threshold (``5ms``, ``0.5s``, ``2s``; decimals allowed) to seconds."""
-    match = _LATENCY.match(text.strip())
+    match = LATENCY.match(text.strip())
     if match is None:
         try:
             return parse_duration(text)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
@@ -34,6 +35,14 @@ class Catalog:
         """Exporter families a spec's ``selectors:`` may name."""
         extra = sorted({s.family for s in self.signals.values()} - set(FAMILIES))
         return (*FAMILIES, *extra)
+
+    def histogram_buckets(self, metric: str) -> list[Decimal] | None:
+        """The bucket bounds a catalog signal declares for histogram ``metric``, if any."""
+        for signal in self.signals.values():
+            name, buckets = signal.params.get("metric"), signal.params.get("buckets")
+            if name is not None and buckets is not None and name.default == metric:
+                return [Decimal(str(b)) for b in buckets.default]
+        return None
 
 
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:

@@ -32,6 +32,10 @@ class Positions:
     values: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     keys: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
 
+    def has(self, path: PathKey) -> bool:
+        """Whether the file itself has a value at ``path`` (a default has none)."""
+        return tuple(path) in self.values
+
     def at(self, path: PathKey, *, key: bool = False) -> tuple[int, int]:
         """The position of ``path``, or of its nearest ancestor that exists in the file."""
         table = self.keys if key else self.values

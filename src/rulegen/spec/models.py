@@ -21,6 +21,7 @@ Duration = Annotated[Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+[
 Scalar = Annotated[Any, WithJsonSchema({"type": ["string", "number"]})]
 ALERT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SERVICE_NAME = r"^[a-z0-9][a-z0-9-]*$"
+SLO_NAME = r"^[a-z0-9][a-z0-9_-]*$"
 
 
 class SpecBase(BaseModel):
@@ -56,6 +57,84 @@ class CustomAlert(AlertBase):
     expr: str
 
 
+class RatioSLI(SpecBase):
+    """Errors over total, both counter selectors (rulegen adds the ``increase``)."""
+
+    errors: str
+    total: str
+
+
+class LatencySLI(SpecBase):
+    """Requests slower than a bucket bound of a histogram are the errors."""
+
+    metric: str
+    threshold: Duration
+    matchers: str | None = None
+    buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = None
+
+
+class SLISpec(SpecBase):
+    """Exactly one kind of SLI (checked in ``rulegen.slo.resolve`` at this position)."""
+
+    ratio: RatioSLI | None = None
+    latency: LatencySLI | None = None
+
+
+class PageSwitch(SpecBase):
+    """The page alert of an SLO: its severity and whether it exists."""
+
+    severity: Literal["critical", "warning", "info"] = "critical"
+    enabled: bool = True
+
+
+class TicketSwitch(SpecBase):
+    """The ticket alert of an SLO: its severity and whether it exists."""
+
+    severity: Literal["critical", "warning", "info"] = "warning"
+    enabled: bool = True
+
+
+class SLOFor(SpecBase):
+    """``for`` of the page and ticket alerts."""
+
+    page: Duration = "0s"
+    ticket: Duration = "0s"
+
+
+class SLOAlerting(SpecBase):
+    """How an SLO's burn-rate alerts are named, labelled and guarded."""
+
+    name: str = Field(default="ErrorBudgetBurn", pattern=ALERT_NAME)
+    page: PageSwitch = PageSwitch()
+    ticket: TicketSwitch = TicketSwitch()
+    min_traffic: Scalar = None
+    for_: SLOFor = Field(default=SLOFor(), alias="for")
+    labels: dict[str, str] = {}
+
+
+class TierSpec(SpecBase):
+    """One multi-window burn-rate tier: ``budget`` of the error budget burnt in ``long``."""
+
+    long: Duration
+    short: Duration
+    budget: Scalar
+    alert: Literal["page", "ticket"]
+
+
+class SLOSpec(SpecBase):
+    """A service level objective with its burn-rate alerts."""
+
+    name: str = Field(pattern=SLO_NAME, max_length=63)
+    objective: Scalar
+    window: Duration = "30d"
+    evaluation_interval: Duration = None
+    description: str | None = None
+    sli: SLISpec
+    group_by: list[str] = []
+    alerting: SLOAlerting = SLOAlerting()
+    tiers: Annotated[list[TierSpec], Field(min_length=1)] | None = None
+
+
 class SpecModel(SpecBase):
     """Common top-level keys of a version-1 service spec."""
 
@@ -66,7 +145,8 @@ class SpecModel(SpecBase):
     evaluation_interval: Duration = "30s"
     scrape_interval: Duration = "15s"
     selectors: dict[str, str] = {}
-    alerts: list[Any] = Field(min_length=1)
+    alerts: Annotated[list[Any], Field(min_length=1)] | None = None
+    slos: Annotated[list[SLOSpec], Field(min_length=1)] | None = None
 
 
 _MODELS: weakref.WeakKeyDictionary[Catalog, type[SpecModel]] = weakref.WeakKeyDictionary()
@@ -92,10 +172,8 @@ def _build_model(catalog: Catalog) -> type[SpecModel]:
         )
     union: Any = Union[tuple(variants)]  # noqa: UP007  # built at run time from the catalog
     alert: Any = Annotated[union, Field(discriminator="signal")]
-    alerts: Any = list[alert]
-    model: type[SpecModel] = create_model(
-        "Spec", __base__=SpecModel, alerts=(alerts, Field(min_length=1))
-    )
+    alerts: Any = Annotated[list[alert], Field(min_length=1)] | None
+    model: type[SpecModel] = create_model("Spec", __base__=SpecModel, alerts=(alerts, None))
     return model
 
 

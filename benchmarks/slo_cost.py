@@ -1,0 +1,935 @@
+"""Evaluation cost and accuracy of rulegen's SLO rules against Sloth's, in a real Prometheus.
+
+Why: Sloth records a 30-day SLI as the *unweighted mean* of ~43,200 five-minute error ratios
+(`sum_over_time(ratio_rate5m[30d]) / count_over_time(...)`) and reads 1d and 3d raw windows for
+its alerts: one evaluation of its rule set reads ~1M samples at 100 raw series, and the 30-day
+figure is wrong whenever traffic is uneven (a quiet hour weighs as much as a peak hour). rulegen
+builds long windows from chains of short-window recordings (sums of recordings read with
+`offset`), which should read a small fraction of the samples and give the exact
+traffic-weighted ratio. This benchmark checks both claims on the same synthetic data.
+
+Run:
+    .venv/bin/python benchmarks/slo_cost.py [--series 10 100] [--verbose] [--scrape-offset S]
+
+(--verbose lists every rule's level, samples read and value at T; --scrape-offset moves the
+scrapes S seconds after the rule evaluations, to see what misalignment costs in accuracy.)
+
+Needs `prometheus` and `promtool` (Prometheus 2.x) on PATH; uses 127.0.0.1 only and keeps
+everything in a temporary directory. For every raw series count N it:
+
+1. writes 30 days (+1 day of warm-up) of `http_request_duration_seconds_count` counters for N
+   series, one sample every 60s, with a strong diurnal cycle, quiet hours with few requests
+   and a high error ratio, error bursts, an incident and counter resets (fixed seed), and
+   backfills them with `promtool tsdb create-blocks-from openmetrics`;
+2. for each rule set (Sloth's `getting-started` output as-is; rulegen's output for the same
+   SLO, built with `rulegen build --no-validate`), in its own copy of the data directory:
+   backfills, level by level of the recording-rule dependency graph, the recordings that
+   another rule or the reported SLI reads, over exactly the span they are read
+   (`promtool tsdb create-blocks-from rules`, restarting Prometheus between levels so it
+   loads the new blocks), with evaluations at exact multiples of the 60s group interval;
+3. at the instant T (end of the 30 days) queries every rule expression of the set (recording
+   and alerting) with `stats=all` and sums `totalQueryableSamples`: the samples one
+   evaluation of the whole rule set reads. It also times those queries, and compares the
+   30-day SLI recording at T with the exact errors/total over the 30 days ending at T,
+   computed in Python from the generated counters (and checked against `increase()` over
+   the raw series in the TSDB).
+
+It prints a markdown table and the targets (rulegen reads <= 0.1x Sloth's samples at 100
+series; rulegen's 30-day SLI within 0.5% relative of the exact ratio); exit status 1 when a
+target fails or rulegen's rules cannot be built or measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import promql_parser as pp
+import yaml
+
+SLOTH_RULES = Path("/work/shared/anchors/sloth/_gen/getting-started.yml")
+SLI_METRIC = "slo:sli_error:ratio_rate30d"
+SLOTH_SLI = SLI_METRIC + '{sloth_id="myservice-requests-availability"}'
+RULEGEN_SLI = SLI_METRIC + '{service="myservice",slo="requests-availability"}'
+EXPECTED_RULE_FILE = "myservice.rules.yml"  # README: rules/prometheus/<service>.rules.yml
+RULEGEN_SPEC = """\
+version: 1
+service: myservice
+evaluation_interval: 60s
+scrape_interval: 60s
+slos:
+  - name: requests-availability
+    objective: 99.9%
+    window: 30d
+    sli:
+      ratio:
+        errors: 'http_request_duration_seconds_count{job="myservice",code=~"(5..|429)"}'
+        total: 'http_request_duration_seconds_count{job="myservice"}'
+"""
+
+METRIC = "http_request_duration_seconds_count"
+STEP = 60  # scrape interval and rule evaluation interval, seconds
+DAY = 86400
+WINDOW = 30 * DAY  # the SLO window
+T = 1709251200  # 2024-03-01T00:00:00Z: the measurement instant, end of the SLO window
+DATA_START = T - WINDOW - DAY  # one day of warm-up before the window
+LOOKBACK = 300  # Prometheus' default --query.lookback-delta
+SEED = 20240301
+TARGET_SAMPLES_RATIO = 0.1
+TARGET_SAMPLES_AT = 100
+TARGET_SLI_REL_ERROR = 0.005
+
+# `promtool tsdb create-blocks-from rules` evaluates a group at `slot + offset`, where offset
+# is xxhash64("file\xff<file>\xffname\xff<group>\xff") mod interval: Prometheus' per-group
+# evaluation jitter. rulegen assumes evaluations at exact multiples of the interval, so every
+# backfill uses a rules file named BACKFILL_FILE holding one group named BACKFILL_GROUP,
+# whose offset is 87 microseconds for any interval dividing 60s (rounded away by the API's
+# millisecond timestamps). `_check_alignment` verifies it on the backfilled data.
+BACKFILL_FILE = "rules.yml"
+BACKFILL_GROUP = "backfill-1149011"
+# The hidden --max-block-duration flag of promtool: one long block for the raw data (promtool
+# re-reads the whole OpenMetrics file once per block), 162h blocks for the rules (one
+# query_range per block: 162h / 60s = 9720 steps, below the API's 11,000-point limit).
+RAW_BLOCK = "1458h"
+RULE_BLOCKS_H = (2, 6, 18, 54, 162)
+MAX_POINTS = 11000
+
+
+# --------------------------------------------------------------------------- synthetic data
+
+
+@dataclass(frozen=True)
+class Exact:
+    """Exact SLO error and total request counts over the window (T - 30d, T]."""
+
+    errors: int
+    total: int
+
+    @property
+    def ratio(self) -> float:
+        """errors / total."""
+        return self.errors / self.total
+
+
+def _profile(rng: random.Random) -> tuple[list[float], list[float]]:
+    """Per-minute request rate of one instance of weight 1 (req/min) and SLO error ratio.
+
+    Diurnal cycle (peak 16:00 UTC, trough 04:00), weekends at half traffic, a quiet nightly
+    window (01:30-04:30) with ~2 req/min and 2.5% errors (a batch job hitting a broken
+    dependency), three traffic bursts a day (x3 traffic, 0.4% errors) and a 25-minute
+    incident with 15% errors. Errors thus concentrate where traffic is low: the mean of
+    5-minute ratios is several times the traffic-weighted ratio.
+    """
+    minutes = (T - DATA_START) // STEP + 1
+    burst = bytearray(minutes)
+    for day in range((T - DATA_START) // DAY + 1):
+        for _ in range(3):
+            begin = day * 1440 + rng.randrange(300, 1440)
+            length = rng.randrange(5, 40)
+            burst[begin : begin + length] = b"\x01" * len(burst[begin : begin + length])
+    incident_start = (T - 12 * DAY + 13 * 3600 - DATA_START) // STEP
+    incident = range(incident_start, incident_start + 25)
+    rates: list[float] = []
+    ratios: list[float] = []
+    for m in range(minutes):
+        t = DATA_START + m * STEP
+        hour = (t % DAY) / 3600
+        weekend = ((t // DAY) + 3) % 7 >= 5  # 1970-01-01 was a Thursday
+        rate = 600 * (0.1 + 0.9 * (0.5 - 0.5 * math.cos(2 * math.pi * (hour - 4) / 24)))
+        rate *= 0.5 if weekend else 1.0
+        ratio = 0.0002 * (1 + 0.5 * math.sin(2 * math.pi * t / (7 * DAY)))
+        if 1.5 <= hour < 4.5:
+            rate, ratio = 2.0, 0.025
+        elif burst[m]:
+            rate, ratio = rate * 3, 0.004
+        if m in incident:
+            ratio = 0.15
+        rates.append(rate)
+        ratios.append(ratio)
+    return rates, ratios
+
+
+def _series_codes(n_series: int) -> list[tuple[int, str]]:
+    """(instance index, code) of each raw series: code 200 and one other code per instance."""
+    others = ("500", "429", "404", "503")  # 404 counts in the total, not as an SLO error
+    return [
+        (i // 2, "200" if i % 2 == 0 else others[(i // 2) % len(others)]) for i in range(n_series)
+    ]
+
+
+def _is_slo_error(code: str) -> bool:
+    return code.startswith("5") or code == "429"
+
+
+def write_openmetrics(path: Path, n_series: int, scrape_offset: int = 0) -> Exact:
+    """Stream the raw counters to ``path`` (OpenMetrics, one series after the other).
+
+    Samples are at exact minutes plus ``scrape_offset`` seconds, up to T. Returns the exact
+    SLO error and total counts of the samples in (T - 30d, T], counted from the per-minute
+    increments (a counter reset restarts the counter at that minute's increment, which is
+    what Prometheus' increase() counts too).
+    """
+    rng = random.Random(SEED)
+    rates, ratios = _profile(rng)
+    minutes = (T - scrape_offset - DATA_START) // STEP + 1
+    series = _series_codes(n_series)
+    instances = sorted({inst for inst, _ in series})
+    resets = {0: (11 * DAY + 10 * 3600 + 17 * 60) // STEP}
+    resets[instances[-1]] = (T - 8 * DAY + 3 * 3600 + 5 * 60 - DATA_START) // STEP  # quiet hour
+    first_in_window = (T - WINDOW - DATA_START - scrape_offset) // STEP + 1
+    errors = total = 0
+    with path.open("w", buffering=1 << 20) as out:
+        for inst in instances:
+            codes = [code for i, code in series if i == inst]
+            weight = 0.5 + rng.random()
+            values: dict[str, list[int]] = {code: [] for code in codes}
+            counters = {code: rng.randrange(10**6) for code in codes}
+            other = codes[1] if len(codes) > 1 else None
+            share = 0.01 if other is not None and not _is_slo_error(other) else None
+            for m in range(minutes):
+                noise = 1 + 0.1 * rng.gauss(0, 1)
+                requests = max(1, int(rates[m] * weight * noise + rng.random()))
+                rate = ratios[m] if share is None else share
+                failed = min(requests, int(requests * rate + rng.random())) if other else 0
+                increments = {"200": requests - failed, str(other): failed}
+                for code in codes:
+                    reset = resets.get(inst) == m
+                    counters[code] = increments[code] + (0 if reset else counters[code])
+                    values[code].append(counters[code])
+                if m >= first_in_window:
+                    total += requests
+                    errors += failed if other and share is None else 0
+            for code in codes:
+                labels = f'code="{code}",instance="myservice-{inst:03d}:8080",job="myservice"'
+                stamps = range(DATA_START + scrape_offset, T + 1, STEP)
+                out.writelines(
+                    f"{METRIC}{{{labels}}} {v} {ts}\n"
+                    for v, ts in zip(values[code], stamps, strict=True)
+                )
+        out.write("# EOF\n")
+    return Exact(errors, total)
+
+
+# --------------------------------------------------------------------------- rule analysis
+
+
+@dataclass
+class Rule:
+    """One recording or alerting rule, with what its expression reads.
+
+    ``reads`` maps a metric name to (far, near): evaluated at instant t, the expression reads
+    that metric's samples in [t - far, t - near] (ranges, offsets, subqueries and the
+    lookback of instant selectors included).
+    """
+
+    group: str
+    interval: int
+    record: str | None
+    alert: str | None
+    expr: str
+    labels: dict[str, str]
+    reads: dict[str, tuple[float, float]]
+    level: int = 0
+    need_from: float | None = None  # recordings to backfill: earliest instant needed
+
+    @property
+    def title(self) -> str:
+        """Record or alert name, with the rule's labels."""
+        labels = ",".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
+        return f"{self.record or 'ALERT ' + str(self.alert)}{{{labels}}}"
+
+
+@dataclass
+class RuleSet:
+    """The rules of one rule file, with their dependency levels and backfill spans."""
+
+    name: str
+    paths: list[Path]
+    sli: str
+    rules: list[Rule] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _selector_name(selector: pp.VectorSelector) -> str:
+    if selector.at is not None:
+        raise ValueError(f"@ modifier not supported: {selector}")
+    if selector.name:
+        return selector.name
+    for matcher in selector.matchers.matchers:
+        if matcher.name == "__name__" and matcher.op == pp.MatchOp.Equal:
+            return matcher.value
+    raise ValueError(f"selector without a metric name: {selector}")
+
+
+def _seconds(delta: Any) -> float:
+    return 0.0 if delta is None else float(delta.total_seconds())
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, pp.ParenExpr | pp.UnaryExpr):
+        return [node.expr]
+    if isinstance(node, pp.AggregateExpr):
+        return [node.expr, node.param]
+    if isinstance(node, pp.BinaryExpr):
+        return [node.lhs, node.rhs]
+    if isinstance(node, pp.Call):
+        return list(node.args)
+    return []
+
+
+def _add_read(
+    selector: pp.VectorSelector,
+    far: float,
+    near: float,
+    width: float,
+    out: dict[str, tuple[float, float]],
+) -> None:
+    offset = _seconds(selector.offset)
+    name = _selector_name(selector)
+    lo, hi = far + offset + width, near + offset
+    old = out.get(name, (lo, hi))
+    out[name] = (max(old[0], lo), min(old[1], hi))
+
+
+def _collect(node: Any, far: float, near: float, out: dict[str, tuple[float, float]]) -> None:
+    """Add to ``out`` what ``node`` reads when evaluated at instants [t - far, t - near]."""
+    if isinstance(node, pp.SubqueryExpr):
+        if node.at is not None:
+            raise ValueError("@ modifier not supported in subqueries")
+        offset = _seconds(node.offset)
+        _collect(node.expr, far + offset + _seconds(node.range), near + offset, out)
+    elif isinstance(node, pp.VectorSelector):
+        _add_read(node, far, near, LOOKBACK, out)
+    elif isinstance(node, pp.MatrixSelector):
+        _add_read(node.vector_selector, far, near, _seconds(node.range), out)
+    else:
+        for child in _children(node):
+            if isinstance(child, pp.Expr):
+                _collect(child, far, near, out)
+
+
+def _duration(text: str | None) -> int:
+    if text is None:
+        return STEP
+    return int(pp.parse_duration(text).total_seconds())
+
+
+def load_rules(name: str, paths: list[Path], sli: str) -> RuleSet:
+    """Parse Prometheus rule files; compute dependency levels and backfill spans."""
+    rule_set = RuleSet(name, paths, sli)
+    for path in paths:
+        document = yaml.safe_load(path.read_text()) or {}
+        for group in document.get("groups") or []:
+            interval = _duration(group.get("interval"))
+            for raw in group.get("rules") or []:
+                reads: dict[str, tuple[float, float]] = {}
+                _collect(pp.parse(raw["expr"]), 0.0, 0.0, reads)
+                labels = {str(k): str(v) for k, v in (raw.get("labels") or {}).items()}
+                record, alert = raw.get("record"), raw.get("alert")
+                rule = Rule(group["name"], interval, record, alert, raw["expr"], labels, reads)
+                rule_set.rules.append(rule)
+    if not rule_set.rules:
+        raise ValueError(f"{name}: no rules in {', '.join(map(str, paths))}")
+    if not any(rule.record == SLI_METRIC for rule in rule_set.rules):
+        rule_set.notes.append(f"no recording named {SLI_METRIC}")
+    _levels(rule_set)
+    _spans(rule_set)
+    return rule_set
+
+
+def _recorders(rule_set: RuleSet) -> dict[str, list[Rule]]:
+    out: dict[str, list[Rule]] = {}
+    for rule in rule_set.rules:
+        if rule.record:
+            out.setdefault(rule.record, []).append(rule)
+    return out
+
+
+def _levels(rule_set: RuleSet) -> None:
+    """level = 0 for rules reading only raw series, else 1 + the highest level they read."""
+    recorders = _recorders(rule_set)
+    done: dict[int, int] = {}
+
+    def level(rule: Rule, path: tuple[int, ...]) -> int:
+        if id(rule) in path:
+            raise ValueError(f"{rule_set.name}: recording cycle through {rule.title}")
+        if id(rule) not in done:
+            below = [
+                level(dep, (*path, id(rule)))
+                for name in rule.reads
+                for dep in recorders.get(name, [])
+            ]
+            done[id(rule)] = 1 + max(below) if below else 0
+        return done[id(rule)]
+
+    for rule in rule_set.rules:
+        rule.level = level(rule, ())
+    for rule in rule_set.rules:
+        missing = [name for name in rule.reads if ":" in name and name not in recorders]
+        if missing:
+            rule_set.notes.append(f"{rule.title} reads undefined recording(s) {missing}")
+
+
+def _spans(rule_set: RuleSet) -> None:
+    """Set ``need_from`` on the recordings that must be backfilled, and check the raw span.
+
+    Every rule is evaluated at T (the measurement); a backfilled recording is also evaluated
+    from its ``need_from`` on. Readers are handled before what they read (higher levels
+    first), so each recording's span is final before it is propagated further down.
+    """
+    recorders = _recorders(rule_set)
+    for rule in recorders.get(SLI_METRIC, []):
+        rule.need_from = T - LOOKBACK
+    raw_from = float(T)
+    for rule in sorted(rule_set.rules, key=lambda r: -r.level):
+        start = min(T, rule.need_from if rule.need_from is not None else T)
+        for name, (far, near) in rule.reads.items():
+            if near < 0:
+                rule_set.notes.append(f"{rule.title} reads {name} after its evaluation time")
+            for dep in recorders.get(name, []):
+                dep.need_from = min(dep.need_from if dep.need_from is not None else T, start - far)
+            if name not in recorders:
+                raw_from = min(raw_from, start - far)
+    if raw_from < DATA_START:
+        rule_set.notes.append(
+            f"reads raw series from T-{(T - raw_from) / DAY:.2f}d, before the data starts"
+            f" (T-{(T - DATA_START) / DAY:.0f}d)"
+        )
+
+
+# --------------------------------------------------------------------------- prometheus
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Prometheus:
+    """A Prometheus server on a data directory, without scrape targets or rules."""
+
+    def __init__(self, data_dir: Path, workdir: Path) -> None:
+        self.data_dir = data_dir
+        self.config = workdir / "prometheus.yml"
+        self.config.write_text(
+            f"global:\n  scrape_interval: {STEP}s\n  evaluation_interval: {STEP}s\n"
+        )
+        self.log = workdir / "prometheus.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self) -> None:
+        """Start on a free port and wait until /-/ready answers."""
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    "prometheus",
+                    f"--config.file={self.config}",
+                    f"--storage.tsdb.path={self.data_dir}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                    "--storage.tsdb.retention.time=60d",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"prometheus exited with {self.proc.returncode}:\n{tail}")
+            try:
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=5) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("prometheus did not become ready within 120s")
+
+    def stop(self) -> None:
+        """Terminate (then kill after 30s) the server, if running."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def query(self, expr: str, at: float, stats: bool = False) -> dict[str, Any]:
+        """Instant query at ``at``; returns the response's ``data``."""
+        params = {"query": expr, "time": f"{at:.3f}"}
+        if stats:
+            params["stats"] = "all"
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=300) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as err:
+            raise RuntimeError(
+                f"query failed ({err.code}): {err.read().decode()[:500]}\n{expr}"
+            ) from err
+        except (urllib.error.URLError, OSError) as err:
+            raise RuntimeError(f"query failed: {err}\n{expr}") from err
+        data: dict[str, Any] = body["data"]
+        return data
+
+
+@contextmanager
+def running(data_dir: Path, workdir: Path) -> Iterator[Prometheus]:
+    """A started Prometheus, stopped on exit (errors included)."""
+    server = Prometheus(data_dir, workdir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def _promtool(args: list[str], cwd: Path | None = None) -> None:
+    proc = subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"promtool {' '.join(args)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        )
+
+
+def _move_blocks(source: Path, data_dir: Path) -> int:
+    moved = 0
+    if source.is_dir():
+        for block in source.iterdir():
+            if (block / "meta.json").is_file():
+                shutil.move(str(block), data_dir / block.name)
+                moved += 1
+    return moved
+
+
+# --------------------------------------------------------------------------- backfill
+
+
+def backfill(server: Prometheus, rule_set: RuleSet, workdir: Path) -> list[str]:
+    """Backfill the needed recordings level by level; returns their record names.
+
+    promtool evaluates a rule against the server, so a recording that reads another
+    recording can only be backfilled once the blocks of the latter are loaded: after each
+    level, the new blocks are moved into the data directory and the server restarted.
+    Recordings of one level needed over different spans are backfilled in separate runs.
+    """
+    todo = [rule for rule in rule_set.rules if rule.record and rule.need_from is not None]
+    for level in sorted({rule.level for rule in todo}):
+        batches: dict[tuple[int, int], list[Rule]] = {}
+        for rule in todo:
+            if rule.level == level and rule.need_from is not None:
+                start = max(DATA_START, math.floor(rule.need_from / rule.interval) * rule.interval)
+                batches.setdefault((start, rule.interval), []).append(rule)
+        outputs = []
+        for index, ((start, interval), rules) in enumerate(sorted(batches.items())):
+            run_dir = workdir / f"backfill-level{level}-{index}"
+            run_dir.mkdir()
+            (run_dir / BACKFILL_FILE).write_text(_rules_file(rules, interval))
+            block_h = max(h for h in RULE_BLOCKS_H if h * 3600 // interval <= MAX_POINTS)
+            _promtool(
+                [
+                    "tsdb",
+                    "create-blocks-from",
+                    "rules",
+                    "--quiet",
+                    f"--max-block-duration={block_h}h",
+                    f"--start={start}",
+                    f"--end={T}",
+                    f"--url={server.url}",
+                    f"--eval-interval={interval}s",
+                    "--output-dir=out",
+                    BACKFILL_FILE,
+                ],
+                cwd=run_dir,
+            )
+            outputs.append(run_dir / "out")
+        server.stop()
+        for output in outputs:
+            _move_blocks(output, server.data_dir)
+        server.start()
+    names = sorted({str(rule.record) for rule in todo})
+    _check_alignment(server, names)
+    return names
+
+
+def _rules_file(rules: list[Rule], interval: int) -> str:
+    entries: list[dict[str, Any]] = []
+    for rule in rules:
+        entry: dict[str, Any] = {"record": rule.record, "expr": rule.expr}
+        if rule.labels:
+            entry["labels"] = rule.labels
+        entries.append(entry)
+    group = {"name": BACKFILL_GROUP, "interval": f"{interval}s", "rules": entries}
+    return yaml.safe_dump({"groups": [group]}, sort_keys=False)
+
+
+def _check_alignment(server: Prometheus, names: list[str]) -> None:
+    """Every backfilled recording must have its last sample exactly at T."""
+    for name in names:
+        result = server.query(f'timestamp({{__name__="{name}"}})', T)["result"]
+        stamps = {float(item["value"][1]) for item in result}
+        if stamps - {float(T)}:
+            raise RuntimeError(
+                f"backfill of {name} not aligned on T={T}: sample times {sorted(stamps)}"
+            )
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+@dataclass
+class Measurement:
+    """What one rule set cost and returned at T."""
+
+    samples: int = 0
+    wall: float = 0.0
+    engine: float = 0.0
+    sli: float | None = None
+    backfilled: list[str] = field(default_factory=list)
+    per_rule: list[tuple[Rule, int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+REPEAT = 3  # passes over the rule set; the times reported are those of the fastest pass
+RAW_RATIO = (
+    f'sum(increase({METRIC}{{job="myservice",code=~"(5..|429)"}}[30d]))'
+    f' / sum(increase({METRIC}{{job="myservice"}}[30d]))'
+)
+
+
+def _summary(result: list[dict[str, Any]]) -> str:
+    if not result:
+        return "(no series)"
+    values = [str(item["value"][1]) for item in result]
+    more = f" (+{len(values) - 1} series)" if len(values) > 1 else ""
+    return values[0] + more
+
+
+def measure(server: Prometheus, rule_set: RuleSet, measurement: Measurement) -> None:
+    """Query every rule expression at T with stats; read the reported 30-day SLI."""
+    passes: list[tuple[float, float]] = []
+    for repeat in range(REPEAT):
+        began = time.perf_counter()
+        samples = 0
+        engine = 0.0
+        for rule in rule_set.rules:
+            data = server.query(rule.expr, T, stats=True)
+            count = int(data["stats"]["samples"]["totalQueryableSamples"])
+            samples += count
+            engine += float(data["stats"]["timings"]["execTotalTime"])
+            if repeat == 0:
+                measurement.per_rule.append((rule, count, _summary(data["result"])))
+                _check_result(rule, data["result"], measurement)
+        passes.append((time.perf_counter() - began, engine))
+        if repeat and samples != measurement.samples:
+            measurement.notes.append(f"samples differ between passes: {samples}")
+        measurement.samples = samples
+    measurement.wall, measurement.engine = min(passes)
+    result = server.query(rule_set.sli, T)["result"]
+    if len(result) == 1:
+        measurement.sli = float(result[0]["value"][1])
+    else:
+        measurement.notes.append(
+            f"`{rule_set.sli}` at T returns {len(result)} series: {_summary(result)}"
+        )
+
+
+def _check_result(rule: Rule, result: list[dict[str, Any]], measurement: Measurement) -> None:
+    if rule.record is None:
+        return
+    if not result:
+        measurement.notes.append(
+            f"recording {rule.title} returns no series at T; expr: {rule.expr.strip()}"
+        )
+    for item in result:
+        if math.isnan(float(item["value"][1])):
+            measurement.notes.append(f"recording {rule.title} is NaN at T for {item['metric']}")
+
+
+def check_raw(server: Prometheus, exact: Exact) -> None:
+    """Harness self-check: the backfilled raw counters must hold exactly the generated
+    traffic (increase() over the aligned 30d window is exact, resets included)."""
+    result = server.query(RAW_RATIO, T)["result"]
+    got = float(result[0]["value"][1]) if len(result) == 1 else math.nan
+    if not abs(got - exact.ratio) <= 1e-9 * exact.ratio:
+        raise RuntimeError(f"raw data check: {RAW_RATIO} = {got} at T, expected {exact.ratio}")
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def build_rulegen(tmp: Path) -> RuleSet:
+    """Build rulegen's rules for the SLO; RuntimeError with rulegen's output if it fails."""
+    specs = tmp / "rulegen" / "specs"
+    specs.mkdir(parents=True)
+    (specs / "myservice.yaml").write_text(RULEGEN_SPEC)
+    binary = Path(sys.prefix) / "bin" / "rulegen"
+    command = str(binary if binary.exists() else shutil.which("rulegen") or "rulegen")
+    out = tmp / "rulegen" / "rules"
+    proc = subprocess.run(
+        [command, "build", str(specs), "--out", str(out), "--no-validate"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        output = (proc.stdout + proc.stderr).strip()
+        raise RuntimeError(f"rulegen build exited {proc.returncode}: {output}")
+    paths = sorted((out / "prometheus").glob("*.yml"))
+    if not paths:
+        raise RuntimeError(f"rulegen build wrote no rule file: {proc.stdout.strip()}")
+    rule_set = load_rules("rulegen", paths, RULEGEN_SLI)
+    names = [path.name for path in paths]
+    if names != [EXPECTED_RULE_FILE]:
+        rule_set.notes.append(f"rule files {names}, not [{EXPECTED_RULE_FILE!r}]")
+    return rule_set
+
+
+@dataclass
+class Row:
+    """One line of the result table."""
+
+    series: int
+    rule_set: RuleSet
+    exact: Exact
+    measurement: Measurement
+
+
+def _raw_data(n_series: int, base: Path, scrape_offset: int) -> tuple[Path, Exact]:
+    openmetrics = base / "raw.om"
+    exact = write_openmetrics(openmetrics, n_series, scrape_offset)
+    raw = base / "raw"
+    _promtool(
+        [
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            "--quiet",
+            f"--max-block-duration={RAW_BLOCK}",
+            str(openmetrics),
+            str(raw),
+        ]
+    )
+    openmetrics.unlink()
+    return raw, exact
+
+
+def run_size(n_series: int, rule_sets: list[RuleSet], tmp: Path, scrape_offset: int) -> list[Row]:
+    """Generate and backfill the raw data for ``n_series``, then measure every rule set."""
+    base = tmp / f"n{n_series}"
+    base.mkdir()
+    began = time.perf_counter()
+    raw, exact = _raw_data(n_series, base, scrape_offset)
+    _log(f"N={n_series}: raw data written and backfilled in {time.perf_counter() - began:.1f}s")
+    rows = []
+    for rule_set in rule_sets:
+        began = time.perf_counter()
+        filled = 0.0
+        workdir = base / rule_set.name
+        workdir.mkdir()
+        data = workdir / "data"
+        shutil.copytree(raw, data)
+        measurement = Measurement()
+        try:
+            with running(data, workdir) as server:
+                if scrape_offset == 0:
+                    check_raw(server, exact)
+                measurement.backfilled = backfill(server, rule_set, workdir)
+                filled = time.perf_counter() - began
+                measure(server, rule_set, measurement)
+        except RuntimeError as err:
+            measurement.error = str(err)
+        _log(
+            f"N={n_series}: {rule_set.name}: {len(measurement.backfilled)} recordings backfilled"
+            f" in {filled:.1f}s, measured in {time.perf_counter() - began - filled:.1f}s"
+            + (f"; ERROR {measurement.error}" if measurement.error else "")
+        )
+        rows.append(Row(n_series, rule_set, exact, measurement))
+        shutil.rmtree(workdir)
+    shutil.rmtree(raw)
+    return rows
+
+
+def _pct(value: float | None, digits: int = 5) -> str:
+    return "n/a" if value is None else f"{value * 100:.{digits}f}%"
+
+
+def _rel(row: Row) -> float | None:
+    sli = row.measurement.sli
+    if sli is None or row.measurement.error:
+        return None
+    return (sli - row.exact.ratio) / row.exact.ratio
+
+
+def print_table(rows: list[Row]) -> None:
+    """The markdown result table."""
+    head = [
+        "series",
+        "rule set",
+        "rules",
+        "samples/eval",
+        "ratio to Sloth",
+        "query ms",
+        "engine ms",
+        "30d SLI",
+        "exact",
+        "rel. error",
+    ]
+    print("| " + " | ".join(head) + " |")
+    print("| ---: | --- | " + " | ".join("---:" for _ in head[2:]) + " |")
+    sloth = {row.series: row.measurement for row in rows if row.rule_set.name == "Sloth"}
+    for row in rows:
+        m = row.measurement
+        ok = m.error is None
+        base = sloth.get(row.series)
+        ratio = "n/a"
+        if ok and base is not None and base.error is None and base.samples:
+            ratio = f"{m.samples / base.samples:.4f}"
+        rel = _rel(row)
+        cells = [
+            str(row.series),
+            row.rule_set.name,
+            str(len(row.rule_set.rules)),
+            f"{m.samples:,}" if ok else "error",
+            ratio,
+            f"{m.wall * 1000:.1f}" if ok else "n/a",
+            f"{m.engine * 1000:.1f}" if ok else "n/a",
+            _pct(m.sli),
+            _pct(row.exact.ratio),
+            "n/a" if rel is None else f"{rel * 100:+.3f}%",
+        ]
+        print("| " + " | ".join(cells) + " |")
+
+
+def _verdict(held: bool) -> str:
+    return "PASS" if held else "FAIL"
+
+
+def check_targets(rows: list[Row], sizes: list[int], rulegen_error: str | None) -> bool:
+    """Print the targets and whether they hold; True when none fails."""
+    ok = True
+    print("\nTargets:")
+    by_key = {(row.series, row.rule_set.name): row.measurement for row in rows}
+    limit_text = f"rulegen samples/eval <= {TARGET_SAMPLES_RATIO}x Sloth's at {TARGET_SAMPLES_AT}"
+    if TARGET_SAMPLES_AT in sizes:
+        sloth = by_key[(TARGET_SAMPLES_AT, "Sloth")]
+        ours = by_key.get((TARGET_SAMPLES_AT, "rulegen"))
+        limit = TARGET_SAMPLES_RATIO * sloth.samples
+        valid = ours is not None and ours.error is None and ours.sli is not None
+        held = valid and sloth.error is None and ours is not None and ours.samples <= limit
+        got = f"{ours.samples:,}" if valid and ours is not None else "n/a"
+        print(f"- {limit_text} series ({got} vs limit {limit:,.0f}): {_verdict(held)}")
+        ok = held
+    else:
+        print(f"- {limit_text} series: SKIPPED (add {TARGET_SAMPLES_AT} to --series)")
+    for size in sizes:
+        row = next((r for r in rows if r.series == size and r.rule_set.name == "rulegen"), None)
+        rel = None if row is None else _rel(row)
+        held = rel is not None and abs(rel) <= TARGET_SLI_REL_ERROR
+        got = "n/a" if rel is None else f"{rel * 100:+.4f}%"
+        within = f"within {TARGET_SLI_REL_ERROR * 100:g}% relative of exact"
+        print(f"- rulegen 30d SLI {within} at {size} series ({got}): {_verdict(held)}")
+        ok = ok and held
+    if rulegen_error:
+        print(f"\nrulegen rules unavailable: {rulegen_error}")
+    return ok
+
+
+def print_notes(rule_sets: list[RuleSet], rows: list[Row], verbose: bool) -> None:
+    """Everything that looked wrong (and, with --verbose, every rule's cost and value)."""
+    lines = [f"- {rs.name}: {note}" for rs in rule_sets for note in rs.notes]
+    for row in rows:
+        m = row.measurement
+        where = f"{row.rule_set.name} at {row.series} series"
+        lines += [f"- {where}: {note}" for note in dict.fromkeys(m.notes)]
+        if m.error:
+            lines.append(f"- {where}: ERROR {m.error}")
+    if lines:
+        print("\nNotes:")
+        print("\n".join(lines))
+    if not verbose:
+        return
+    for row in rows:
+        print(f"\n{row.rule_set.name}, {row.series} series (level, samples read at T, value at T):")
+        for rule, samples, value in row.measurement.per_rule:
+            print(f"  L{rule.level} {samples:>10,}  {value:<24} {rule.title}")
+        print(f"  backfilled: {', '.join(row.measurement.backfilled)}")
+
+
+def main() -> int:
+    """Run the benchmark; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--series", type=int, nargs="+", default=[10, 100], help="raw series")
+    parser.add_argument("--verbose", action="store_true", help="print every rule's cost and value")
+    parser.add_argument(
+        "--scrape-offset",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="scrape timestamps this many seconds after the rule evaluations (0-59; default 0:"
+        " aligned, as rulegen assumes)",
+    )
+    args = parser.parse_args()
+    sizes: list[int] = args.series
+    offset: int = args.scrape_offset
+    if any(size < 2 for size in sizes) or len(set(sizes)) != len(sizes):
+        parser.error("--series values must be distinct and >= 2")
+    if not 0 <= offset < STEP:
+        parser.error(f"--scrape-offset must be in [0, {STEP})")
+    for tool in ("prometheus", "promtool"):
+        if shutil.which(tool) is None:
+            parser.error(f"{tool} not found on PATH")
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="slo-cost-") as name:
+        tmp = Path(name)
+        rule_sets = [load_rules("Sloth", [SLOTH_RULES], SLOTH_SLI)]
+        rulegen_error = None
+        try:
+            rule_sets.append(build_rulegen(tmp))
+        except (RuntimeError, ValueError, KeyError, TypeError, yaml.YAMLError) as err:
+            rulegen_error = f"{type(err).__name__}: {err}"
+            _log(f"rulegen: {rulegen_error}")
+        rows = [row for size in sizes for row in run_size(size, rule_sets, tmp, offset)]
+    print_table(rows)
+    ok = check_targets(rows, sizes, rulegen_error)
+    print_notes(rule_sets, rows, args.verbose)
+    print(
+        f"\nRun time: {time.perf_counter() - began:.0f}s. T = {T} (2024-03-01T00:00:00Z),"
+        f" data from T-31d every {STEP}s (scrape offset {offset}s), seed {SEED}."
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

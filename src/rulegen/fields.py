@@ -1,0 +1,75 @@
+"""Field checks shared by the resolvers of alerts and SLOs.
+
+Why: every resolver reports errors the same way (all of them, each at its position) and
+parses durations and label sets with the same messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+
+from rulegen import promql, units
+from rulegen.errors import Diagnostic
+from rulegen.model import Origin
+from rulegen.spec.loader import PathKey, Positions, format_path
+
+RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
+
+
+class Collector:
+    """Collects diagnostics for one file so all of them are reported in one run."""
+
+    def __init__(self, positions: Positions) -> None:
+        self.positions = positions
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, path: PathKey, message: str) -> None:
+        self.diagnostics.append(self.positions.diag(path, message))
+
+    def origin(self, path: PathKey) -> Origin:
+        line, col = self.positions.at(path)
+        return Origin(self.positions.file, line, col, format_path(path))
+
+
+def _fmt(path: PathKey) -> str:
+    return format_path(path)
+
+
+def duration(
+    col: Collector,
+    path: PathKey,
+    text: object,
+    *,
+    positive: bool = False,
+    most: Decimal | None = None,
+) -> Decimal | None:
+    if not isinstance(text, str):
+        col.error(path, f"invalid duration {text!r} (expected Prometheus syntax like 30s, 5m, 1h)")
+        return None
+    try:
+        value = units.parse_duration(text)
+    except units.UnitError as exc:
+        col.error(path, str(exc))
+        return None
+    if positive and value <= 0:
+        col.error(path, f"must be longer than 0s (got {text!r})")
+        return None
+    if most is not None and value > most:
+        limit = units.format_duration(most)
+        col.error(path, f"must be at most {limit} (got {text!r})")
+        return None
+    return value
+
+
+def labels(col: Collector, path: PathKey, labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    for key, value in labels.items():
+        if value == "":
+            col.error((*path, key), "label value must not be empty (Prometheus drops empty labels)")
+        if not promql.LABEL_NAME.match(key) or key.startswith("__"):
+            col.error(
+                (*path, key), "invalid label name (expected [a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)"
+            )
+        elif key in RESERVED_LABELS:
+            col.error((*path, key), f"label {key!r} is set by rulegen and cannot be overridden")
+    return tuple(sorted(labels.items()))

@@ -1,0 +1,5 @@
+"""Service level objectives: resolution, window plan, rules and generated tests.
+
+Why a package: an SLO is one spec entry that becomes a whole rule group (recordings for every
+window, budget, burn-rate alerts) and its own test scenarios; each of those is a module here.
+"""

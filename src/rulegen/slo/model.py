@@ -1,0 +1,112 @@
+"""Resolved SLOs: every default filled, every number exact.
+
+Why: burn factors and thresholds are exact fractions (``14.4``, ``14/15``) computed once here,
+so rules, annotations and tests print the same value and never float noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from rulegen import promql
+from rulegen.model import Origin
+
+PAGE, TICKET = "page", "ticket"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A counter selector: metric name and matchers."""
+
+    metric: str
+    matchers: tuple[promql.Matcher, ...]
+
+    def render(self) -> str:
+        """``name{a="b"}``, or the bare name without matchers."""
+        inner = ", ".join(m.render() for m in self.matchers)
+        return f"{self.metric}{{{inner}}}" if inner else self.metric
+
+
+@dataclass(frozen=True)
+class RatioSLI:
+    """Errors over total events."""
+
+    errors: Selector
+    total: Selector
+
+
+@dataclass(frozen=True)
+class LatencySLI:
+    """Events slower than ``threshold`` (a bucket bound of the histogram ``metric``)."""
+
+    metric: str
+    threshold: Decimal
+    matchers: tuple[promql.Matcher, ...]
+
+    @property
+    def good(self) -> Selector:
+        """The bucket counting events at most ``threshold`` seconds long."""
+        return Selector(
+            f"{self.metric}_bucket", (*self.matchers, promql.le_matcher(self.threshold))
+        )
+
+    @property
+    def total(self) -> Selector:
+        """The histogram's event count."""
+        return Selector(f"{self.metric}_count", self.matchers)
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One multi-window tier: ``budget_share`` of the error budget burnt within ``long``."""
+
+    index: int
+    long: Decimal
+    short: Decimal
+    budget_share: Decimal
+    alert: str
+    factor: Fraction
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class SLOAlert:
+    """The page or ticket alert of an SLO: fires when any of its tiers does."""
+
+    key: str
+    severity: str
+    for_seconds: Decimal
+    tiers: tuple[Tier, ...]
+
+
+@dataclass(frozen=True)
+class ResolvedSLO:
+    """One SLO of a service, ready for rules and tests."""
+
+    service: str
+    name: str
+    objective: Decimal
+    window: Decimal
+    description: str | None
+    sli: RatioSLI | LatencySLI
+    group_by: tuple[str, ...]
+    alert_name: str
+    alerts: tuple[SLOAlert, ...]
+    min_traffic: Decimal | None
+    labels: tuple[tuple[str, str], ...]
+    runbook_url: str | None
+    evaluation: Decimal
+    scrape: Decimal
+    origin: Origin
+
+    @property
+    def budget(self) -> Decimal:
+        """The error budget as a ratio of events (``0.001`` for 99.9%)."""
+        return 1 - self.objective
+
+    @property
+    def tiers(self) -> tuple[Tier, ...]:
+        """Every tier of an enabled alert, in spec order."""
+        return tuple(sorted((t for a in self.alerts for t in a.tiers), key=lambda t: t.index))

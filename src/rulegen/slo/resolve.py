@@ -1,0 +1,365 @@
+"""SLO spec entries → ``ResolvedSLO``: objective, tiers and SLI checked, factors exact.
+
+Why: every mistake that would give an SLO alert that cannot fire, or a number that is not
+what the user wrote, is a spec error here, at its position, before any rule is written.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from math import gcd
+from typing import Any
+
+from rulegen import promql, units
+from rulegen.catalog import Catalog
+from rulegen.fields import Collector, duration, labels
+from rulegen.slo.model import (
+    PAGE,
+    TICKET,
+    LatencySLI,
+    RatioSLI,
+    ResolvedSLO,
+    Selector,
+    SLOAlert,
+    Tier,
+)
+from rulegen.spec.loader import PathKey
+
+# Google SRE Workbook, ch. 5, "Multiwindow, Multi-Burn-Rate Alerts".
+DEFAULT_TIERS = (
+    ("1h", "5m", "2%", PAGE),
+    ("6h", "30m", "5%", PAGE),
+    ("1d", "2h", "10%", TICKET),
+    ("3d", "6h", "10%", TICKET),
+)
+MAX_SLO_WINDOW = Decimal(365 * 86400)
+RESERVED_GROUP_BY = frozenset({"service", "slo", "severity", "alertname", "alertstate", "le"})
+OBJECTIVE_HINT = "must be a percentage like 99.9% or a ratio like 0.999"
+
+
+def resolve_slos(
+    col: Collector, spec: Any, spec_labels: tuple[tuple[str, str], ...],
+    evaluation: Decimal, scrape: Decimal, catalog: Catalog,
+) -> tuple[ResolvedSLO, ...]:  # fmt: skip
+    """Resolve every SLO of a spec; errors go to ``col``, broken SLOs are left out."""
+    out: list[ResolvedSLO] = []
+    names: dict[str, int] = {}
+    for index, slo in enumerate(spec.slos or ()):
+        path: PathKey = ("slos", index)
+        if slo.name in names:
+            col.error(
+                (*path, "name"), f"duplicate SLO name {slo.name!r} (also slos[{names[slo.name]}])"
+            )
+            continue
+        names[slo.name] = index
+        resolved = _slo(col, path, slo, spec, spec_labels, evaluation, scrape, catalog)
+        if resolved is not None:
+            out.append(resolved)
+    return tuple(out)
+
+
+def _slo(
+    col: Collector, path: PathKey, slo: Any, spec: Any, spec_labels: tuple[tuple[str, str], ...],
+    evaluation: Decimal, scrape: Decimal, catalog: Catalog,
+) -> ResolvedSLO | None:  # fmt: skip
+    before = len(col.diagnostics)
+    objective = parse_objective(col, (*path, "objective"), slo.objective)
+    window = duration(col, (*path, "window"), slo.window, positive=True, most=MAX_SLO_WINDOW)
+    if slo.evaluation_interval is not None:
+        where = (*path, "evaluation_interval")
+        interval = duration(col, where, slo.evaluation_interval, positive=True, most=Decimal(3600))
+        if interval is None:
+            return None
+        evaluation = interval
+    sli = _sli(col, (*path, "sli"), slo.sli, catalog)
+    group_by = _group_by(col, (*path, "group_by"), slo.group_by)
+    alerting = slo.alerting
+    extra = labels(col, (*path, "alerting", "labels"), alerting.labels)
+    min_traffic = _min_traffic(col, (*path, "alerting", "min_traffic"), alerting.min_traffic)
+    fors = {
+        key: duration(
+            col, (*path, "alerting", "for", key), getattr(alerting.for_, key), most=Decimal(86400)
+        )
+        for key in (PAGE, TICKET)
+    }
+    if objective is None or window is None:
+        return None
+    tiers = _tiers(col, path, slo, objective, window)
+    if len(col.diagnostics) > before or sli is None:
+        return None
+    alerts = []
+    for key in (PAGE, TICKET):
+        switch = getattr(alerting, key)
+        own = tuple(t for t in tiers if t.alert == key)
+        if switch.enabled and own:
+            alerts.append(SLOAlert(key, switch.severity, fors[key] or Decimal(0), own))
+    merged = dict(spec_labels)
+    merged.update(extra)
+    slo_result = ResolvedSLO(
+        spec.service, slo.name, objective, window, slo.description, sli, group_by, alerting.name,
+        tuple(alerts), min_traffic, tuple(sorted(merged.items())), spec.runbook_url, evaluation,
+        scrape, col.origin(path),
+    )  # fmt: skip
+    _check_grid(col, path, slo_result)
+    return slo_result if len(col.diagnostics) == before else None
+
+
+def parse_objective(col: Collector, path: PathKey, raw: object) -> Decimal | None:
+    """``99.9%``, ``0.999`` or Sloth's ``99.9`` → ``Decimal("0.999")``, strictly inside (0, 1)."""
+    shown = repr(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        col.error(path, f"{OBJECTIVE_HINT} (got {shown})")
+        return None
+    text = raw.strip() if isinstance(raw, str) else repr(raw)
+    percent = text.endswith("%")
+    try:
+        value = Decimal(text[:-1].strip() if percent else text)
+    except InvalidOperation:
+        col.error(path, f"{OBJECTIVE_HINT} (got {shown})")
+        return None
+    if not value.is_finite():
+        col.error(path, f"{OBJECTIVE_HINT} (got {shown})")
+        return None
+    if not percent and value == 1:
+        col.error(path, f"is ambiguous (100% or 1%?): write a percentage like 99.9% (got {shown})")
+        return None
+    ratio = value / 100 if percent or value > 1 else value
+    if not 0 < ratio < 1:
+        col.error(path, f"must be between 0% and 100%, both exclusive (got {shown})")
+        return None
+    return ratio.normalize()
+
+
+def _sli(col: Collector, path: PathKey, sli: Any, catalog: Catalog) -> RatioSLI | LatencySLI | None:
+    kinds = [k for k in ("ratio", "latency") if getattr(sli, k) is not None]
+    if len(kinds) != 1:
+        found = "both ratio and latency" if kinds else "neither ratio nor latency"
+        col.error(path, f"needs exactly one SLI kind, ratio or latency (got {found})")
+        return None
+    if sli.ratio is not None:
+        errors = _selector(col, (*path, "ratio", "errors"), sli.ratio.errors)
+        total = _selector(col, (*path, "ratio", "total"), sli.ratio.total)
+        return RatioSLI(errors, total) if errors and total else None
+    return _latency(col, (*path, "latency"), sli.latency, catalog)
+
+
+def _selector(col: Collector, path: PathKey, text: str) -> Selector | None:
+    try:
+        metric, matchers = promql.parse_selector(text)
+    except ValueError as exc:
+        col.error(path, str(exc))
+        return None
+    return Selector(metric, matchers)
+
+
+def _latency(col: Collector, path: PathKey, spec: Any, catalog: Catalog) -> LatencySLI | None:
+    before = len(col.diagnostics)
+    metric = spec.metric
+    if not promql.METRIC_NAME.match(metric):
+        col.error((*path, "metric"), f"invalid metric name {metric!r}")
+    elif metric.endswith(("_bucket", "_count", "_sum")):
+        base = metric.rsplit("_", 1)[0]
+        col.error(
+            (*path, "metric"), f"give the histogram's base name ({base!r}), not a series of it"
+        )
+    matchers: tuple[promql.Matcher, ...] = ()
+    try:
+        matchers = promql.parse_matchers(spec.matchers or "")
+    except ValueError as exc:
+        col.error((*path, "matchers"), str(exc))
+    if any(m.name == "le" for m in matchers):
+        col.error((*path, "matchers"), "must not match on le: the threshold picks the bucket")
+    threshold = _latency_threshold(col, (*path, "threshold"), spec.threshold)
+    if threshold is not None:
+        _check_bucket(col, path, metric, threshold, spec.buckets, catalog)
+    if len(col.diagnostics) > before or threshold is None:
+        return None
+    return LatencySLI(metric, threshold, matchers)
+
+
+def _latency_threshold(col: Collector, path: PathKey, raw: object) -> Decimal | None:
+    hint = "must be a plain duration like 500ms or 1s, one number and one unit"
+    if not isinstance(raw, str) or units.LATENCY.match(raw.strip()) is None:
+        col.error(path, f"{hint} (got {raw!r})")
+        return None
+    value = units.parse_latency(raw)
+    if value <= 0:
+        col.error(path, f"must be longer than 0s (got {raw!r})")
+        return None
+    return value
+
+
+def _check_bucket(
+    col: Collector, path: PathKey, metric: str, threshold: Decimal, raw: object, catalog: Catalog
+) -> None:
+    """The threshold must be a bucket bound, or no bucket counts the good events."""
+    bounds: list[Decimal] | None = None
+    if raw is not None:
+        if (
+            not isinstance(raw, list)
+            or not raw
+            or not all(isinstance(b, int | float) and not isinstance(b, bool) for b in raw)
+        ):
+            col.error((*path, "buckets"), "must be a non-empty list of numbers (the le bounds)")
+            return
+        bounds = [Decimal(repr(b)) for b in raw]
+    else:
+        bounds = catalog.histogram_buckets(metric)
+    if bounds is not None and threshold not in bounds:
+        near = ", ".join(
+            units.literal(b) for b in sorted(bounds, key=lambda b: abs(b - threshold))[:3]
+        )
+        col.error(
+            (*path, "threshold"),
+            f"{units.format_latency(threshold)} is not a bucket bound of {metric} "
+            f"(nearest: {near} seconds); the SLI counts the bucket le=threshold",
+        )
+
+
+def _group_by(col: Collector, path: PathKey, names: list[str]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        if not promql.LABEL_NAME.match(name) or name.startswith("__"):
+            col.error((*path, index), f"invalid label name {name!r}")
+        elif name in RESERVED_GROUP_BY:
+            col.error((*path, index), f"label {name!r} is set by rulegen and cannot be grouped by")
+        elif name in seen:
+            col.error((*path, index), f"duplicate label {name!r}")
+        seen.add(name)
+    return tuple(names)
+
+
+def _min_traffic(col: Collector, path: PathKey, raw: object) -> Decimal | None:
+    if raw is None:
+        return None
+    try:
+        value = units.parse_number(raw)
+    except units.UnitError:
+        col.error(path, f"must be a number of requests per second like 0.1 (got {raw!r})")
+        return None
+    if value < 0 or value > Decimal(10) ** 12:
+        col.error(path, f"must be between 0 and 1e12 requests per second (got {raw!r})")
+        return None
+    return value
+
+
+def _tiers(
+    col: Collector, path: PathKey, slo: Any, objective: Decimal, window: Decimal
+) -> tuple[Tier, ...]:
+    alerting = slo.alerting
+    raw = (
+        [(t.long, t.short, t.budget, t.alert) for t in slo.tiers]
+        if slo.tiers
+        else list(DEFAULT_TIERS)
+    )
+    out: list[Tier] = []
+    for index, (long_text, short_text, budget_text, alert) in enumerate(raw):
+        where: PathKey = (*path, "tiers", index) if slo.tiers else (*path, "window")
+        name = f"tiers[{index}]" if slo.tiers else f"default tier {long_text}/{short_text}"
+        long = duration(col, (*where, "long") if slo.tiers else where, long_text, positive=True)
+        short = duration(col, (*where, "short") if slo.tiers else where, short_text, positive=True)
+        share = _budget_share(col, (*where, "budget") if slo.tiers else where, budget_text)
+        if long is None or short is None or share is None:
+            continue
+        if short >= long:
+            col.error(
+                (*where, "short"), f"must be shorter than long ({long_text}) (got {short_text!r})"
+            )
+            continue
+        if long > window:
+            hint = "" if slo.tiers else "; set tiers: for windows this short"
+            col.error(where if not slo.tiers else (*where, "long"),
+                      f"{name}: long window {long_text} is longer than the SLO window "
+                      f"{units.format_duration(window)}{hint}")  # fmt: skip
+            continue
+        factor = Fraction(share) * Fraction(window) / Fraction(long)
+        enabled = getattr(alerting, alert).enabled
+        if enabled and factor * Fraction(1 - objective) >= 1:
+            col.error(
+                where,
+                f"{name} ({budget_text} of the budget in {long_text}) can never fire: its error "
+                f"ratio threshold {format_fraction(factor)} × {units.literal(1 - objective)} is "
+                f"{format_fraction(factor * Fraction(1 - objective))}, at least 100% of events; "
+                f"lower the objective or the budget share, or disable alerting.{alert}",
+            )
+            continue
+        out.append(Tier(index, long, short, share, alert, factor, col.origin(where)))
+    return tuple(out)
+
+
+def _budget_share(col: Collector, path: PathKey, raw: object) -> Decimal | None:
+    try:
+        value = units.parse_percent(raw)
+    except units.UnitError:
+        col.error(path, f"must be a share of the error budget like 2% (got {raw!r})")
+        return None
+    if not 0 < value <= 1:
+        col.error(path, f"must be above 0% and at most 100% (got {raw!r})")
+        return None
+    return value
+
+
+def _check_grid(col: Collector, path: PathKey, slo: ResolvedSLO) -> None:
+    """Windows are sums of one base window read at offsets, so they must line up."""
+    windows = windows_of(slo)
+    base = base_window(windows)
+    for tier in slo.tiers:
+        for key, seconds in (("long", tier.long), ("short", tier.short)):
+            if seconds % slo.evaluation:
+                where = (
+                    (*path, "tiers", tier.index, key)
+                    if _custom_tiers(col, path)
+                    else (*path, "window")
+                )
+                col.error(
+                    where,
+                    f"{units.format_duration(seconds)} is not a multiple of evaluation_interval "
+                    f"{units.format_duration(slo.evaluation)}; SLO windows are sums of recordings "
+                    "read at offsets, which must fall on evaluations",
+                )
+                return
+    if slo.window % slo.evaluation:
+        col.error(
+            (*path, "window"),
+            f"must be a multiple of evaluation_interval {units.format_duration(slo.evaluation)}",
+        )
+        return
+    if base < 2 * slo.scrape:
+        col.error(
+            (*path, "window") if not _custom_tiers(col, path) else (*path, "tiers"),
+            f"the windows' common step {units.format_duration(base)} (their greatest common "
+            f"divisor) holds fewer than two scrapes at scrape_interval "
+            f"{units.format_duration(slo.scrape)}; make the windows multiples of a longer step",
+        )
+
+
+def _custom_tiers(col: Collector, path: PathKey) -> bool:
+    return col.positions.has((*path, "tiers"))
+
+
+def windows_of(slo: ResolvedSLO) -> tuple[Decimal, ...]:
+    """Every window an SLO's rules read: the tiers' long and short windows and the SLO window."""
+    found = {slo.window}
+    for tier in slo.tiers:
+        found.update((tier.long, tier.short))
+    return tuple(sorted(found))
+
+
+def base_window(windows: tuple[Decimal, ...]) -> Decimal:
+    """The longest window every other window is a multiple of (whole milliseconds)."""
+    step = 0
+    for window in windows:
+        step = gcd(step, int(window * 1000))
+    return Decimal(step) / 1000
+
+
+def format_fraction(value: Fraction) -> str:
+    """An exact PromQL number: a short decimal when there is one, else ``(p / q)``."""
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    if denominator == 1:
+        return units.literal(Decimal(value.numerator) / Decimal(value.denominator))
+    return f"({value.numerator} / {value.denominator})"

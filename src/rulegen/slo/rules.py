@@ -1,0 +1,223 @@
+"""A resolved SLO → one rule group: window recordings, SLI, budget, burn rate, alerts.
+
+Why one group: Prometheus evaluates a group's rules in order at one timestamp, so the alerts
+read recordings made in the same evaluation, never one interval late.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+
+from rulegen import promql, units
+from rulegen.model import AlertRule, RecordingRule, RuleGroup
+from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.resolve import base_window, format_fraction, windows_of
+from rulegen.slo.windows import Term, plan_windows
+from rulegen.templating import go_escape
+
+ERRORS, TOTAL, RATIO = (
+    "slo:sli_errors:increase",
+    "slo:sli_total:increase",
+    "slo:sli_error:ratio_rate",
+)
+BUDGET_LEFT = "slo:error_budget_remaining:ratio"
+CURRENT_BURN = "slo:current_burn_rate:ratio"
+OBJECTIVE = "slo:objective:ratio"
+
+
+def window_name(seconds: Decimal) -> str:
+    """``300`` → ``5m``: the suffix of a window's recording names."""
+    return units.format_duration(seconds)
+
+
+def own_selector(slo: ResolvedSLO, metric: str) -> str:
+    """A selector of this SLO's own recording (its service and slo labels)."""
+    return f"{metric}{{service={promql.quote(slo.service)}, slo={promql.quote(slo.name)}}}"
+
+
+def current_window(slo: ResolvedSLO) -> Decimal:
+    """The window of the "current" burn rate: the shortest short window of the tiers."""
+    return min((t.short for t in slo.tiers), default=base_window(windows_of(slo)))
+
+
+def ratio_windows(slo: ResolvedSLO) -> tuple[Decimal, ...]:
+    """Windows with an error-ratio recording: those alerts read, the current one, the SLO's."""
+    found = {slo.window, current_window(slo)}
+    for tier in slo.tiers:
+        found.update((tier.long, tier.short))
+    return tuple(sorted(found))
+
+
+def slo_group(slo: ResolvedSLO) -> RuleGroup:
+    """Every rule of one SLO, in evaluation order."""
+    plan = plan_windows(windows_of(slo), base_window(windows_of(slo)))
+    own = (("service", slo.service), ("slo", slo.name))
+    rules: list[RecordingRule | AlertRule] = []
+    for window, terms in plan.items():
+        for metric in (ERRORS, TOTAL):
+            expr = _base(slo, metric, window) if not terms else _sum_of(slo, metric, terms)
+            rules.append(RecordingRule(metric + window_name(window), expr, own, slo.origin))
+    for window in ratio_windows(slo):
+        name = window_name(window)
+        expr = f"{own_selector(slo, ERRORS + name)}\n/\n({own_selector(slo, TOTAL + name)} > 0)"
+        rules.append(RecordingRule(RATIO + name, expr, own, slo.origin))
+    budget = units.literal(slo.budget)
+    ratio_slo = own_selector(slo, RATIO + window_name(slo.window))
+    rules.append(RecordingRule(BUDGET_LEFT, f"1 - {ratio_slo} / {budget}", own, slo.origin))
+    current = own_selector(slo, RATIO + window_name(current_window(slo)))
+    rules.append(RecordingRule(CURRENT_BURN, f"{current} / {budget}", own, slo.origin))
+    rules.append(
+        RecordingRule(OBJECTIVE, f"vector({units.literal(slo.objective)})", own, slo.origin)
+    )
+    rules.extend(_alert(slo, alert) for alert in slo.alerts)
+    return RuleGroup(
+        f"{slo.service}-slo-{slo.name}", units.format_duration(slo.evaluation), tuple(rules)
+    )
+
+
+def _by(slo: ResolvedSLO) -> str:
+    return f"sum by ({', '.join(slo.group_by)})" if slo.group_by else "sum"
+
+
+def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
+    """The base window, the only one that reads raw series."""
+    span = window_name(window)
+    sli = slo.sli
+    total = sli.total.render()
+    counted = f"{_by(slo)} (increase({total}[{span}]))"
+    if metric == TOTAL:
+        return counted
+    if isinstance(sli, LatencySLI):
+        good = f"{_by(slo)} (increase({sli.good.render()}[{span}]))"
+        # Both series come from one scrape, so the difference is exact; clamp guards resets.
+        return f"clamp_min(\n  {counted}\n  -\n  {good},\n  0\n)"
+    errors = f"{_by(slo)} (increase({sli.errors.render()}[{span}]))"
+    # No error series yet is zero errors, not a missing SLI.
+    return f"{errors}\nor\n0 * {counted}"
+
+
+def _sum_of(slo: ResolvedSLO, metric: str, terms: tuple[Term, ...]) -> str:
+    """A window as the union of its terms (each tagged apart), summed per SLO series."""
+    parts = []
+    for index, term in enumerate(terms):
+        selector = own_selector(slo, metric + window_name(term.window))
+        if term.offset:
+            selector += f" offset {units.format_duration(term.offset)}"
+        parts.append(f'  label_replace({selector}, "slo_term", "{index}", "", "")')
+    keep = ", ".join(("service", "slo", *slo.group_by))
+    return f"sum by ({keep}) (\n" + "\n  or\n".join(parts) + "\n)"
+
+
+def tier_condition(slo: ResolvedSLO, tier: Tier, pick: Callable[[str], str] | None = None) -> str:
+    """The PromQL that is non-empty while ``tier`` burns too fast (min_traffic included)."""
+    select = pick or (lambda metric: own_selector(slo, metric))
+    budget = units.literal(slo.budget)
+    factor = format_fraction(tier.factor)
+    lines = [
+        f"{select(RATIO + window_name(tier.long))} / {budget} > {factor}",
+        f"{select(RATIO + window_name(tier.short))} / {budget} > {factor}",
+    ]
+    if slo.min_traffic is not None:
+        per_second = f"{select(TOTAL + window_name(tier.short))} / {units.literal(tier.short)}"
+        lines.append(f"{per_second} >= {units.literal(slo.min_traffic)}")
+    return "\nand\n".join(lines)
+
+
+def alert_condition(slo: ResolvedSLO, alert: SLOAlert) -> str:
+    """Any tier of the alert: ``(tier) or (tier)``."""
+    blocks = [tier_condition(slo, tier) for tier in alert.tiers]
+    if len(blocks) == 1:
+        return blocks[0]
+    return "\nor\n".join("(\n" + _indent(b) + "\n)" for b in blocks)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def _alert(slo: ResolvedSLO, alert: SLOAlert) -> AlertRule:
+    labels = dict(slo.labels)
+    labels.update(severity=alert.severity, service=slo.service, slo=slo.name)
+    return AlertRule(
+        slo.alert_name,
+        alert_condition(slo, alert),
+        units.format_duration(alert.for_seconds) if alert.for_seconds else "",
+        tuple((k, go_escape(v)) for k, v in sorted(labels.items())),
+        alert_annotations(slo, alert),
+        slo.origin,
+    )
+
+
+def describe_tier(tier: Tier) -> str:
+    """``1h/5m (2% of the budget in 1h, burn rate above 14.4×)``."""
+    share = units.literal(tier.budget_share * 100)
+    return (
+        f"{window_name(tier.long)}/{window_name(tier.short)} ({share}% of the budget in "
+        f"{window_name(tier.long)}, burn rate above {_factor_text(tier.factor)}×)"
+    )
+
+
+def _factor_text(factor: Fraction) -> str:
+    text = format_fraction(factor)
+    return text if not text.startswith("(") else f"{float(factor):.4g}"
+
+
+def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str], ...]:
+    """Summary, description (tiers firing, burn rate, budget left, time left), runbook.
+
+    The description asks Prometheus (``query``) which tiers hold and how much budget is left
+    for this alert's own series, so it is right even when several tiers fire at once.
+    """
+    scope = "".join(f" {g}={{{{ $labels.{g} }}}}" for g in slo.group_by)
+    objective = units.literal(slo.objective * 100)
+    summary = go_escape(
+        f"{slo.service}: SLO {slo.name} ({objective}% over {window_name(slo.window)}) is burning "
+        "its error budget"
+    ) + (f" for{scope}" if scope else "")
+    tiers = "".join(
+        f"{{{{ if {_query(slo, _condition_of(slo, tier))} }}}} "
+        f"{go_escape(describe_tier(tier))}{{{{ end }}}}"
+        for tier in alert.tiers
+    )
+    seconds = units.literal(slo.window)
+    left = _query(slo, lambda pick: pick(BUDGET_LEFT))
+    description = (
+        'Burn rate {{ $value | printf "%.3g" }}× the sustainable rate (long window of the '
+        f"first tier firing). Tiers firing:{tiers}. "
+        f"{{{{ with {left} }}}}{{{{ $left := . | first | value }}}}"
+        "Error budget left: {{ $left | humanizePercentage }}"
+        "{{ if gt $left 0.0 }}, exhausted in "
+        f'{{{{ with query (printf "%v * {seconds} / %v" $left $value) }}}}'
+        "{{ . | first | value | humanizeDuration }}{{ end }} at this rate"
+        "{{ else }}: exhausted{{ end }}.{{ end }}"
+    )
+    out = [("summary", summary), ("description", description)]
+    if slo.description:
+        out.append(("slo_description", go_escape(slo.description)))
+    if slo.runbook_url:
+        out.append(("runbook_url", go_escape(slo.runbook_url.replace("{alert}", slo.alert_name))))
+    return tuple(out)
+
+
+def _condition_of(slo: ResolvedSLO, tier: Tier) -> Callable[[Callable[[str], str]], str]:
+    def build(pick: Callable[[str], str]) -> str:
+        return tier_condition(slo, tier, pick)
+
+    return build
+
+
+def _query(slo: ResolvedSLO, build: Callable[[Callable[[str], str]], str]) -> str:
+    """A Go-template ``query`` call on PromQL built for the alert's own series.
+
+    The SLO's group_by labels come from ``$labels`` through printf ``%q`` (a Go-quoted string is
+    a valid PromQL string), so no label value is ever pasted into the template text.
+    """
+    extra = "".join(f", {g}=%[{i}]q" for i, g in enumerate(slo.group_by, start=1))
+    identity = f"service={promql.quote(slo.service)}, slo={promql.quote(slo.name)}"
+    text = " ".join(build(lambda metric: f"{metric}{{{identity}{extra}}}").split())
+    if not slo.group_by:
+        return f"query `{text}`"
+    args = " ".join(f"$labels.{g}" for g in slo.group_by)
+    return f"query (printf `{text}` {args})"

@@ -1,0 +1,139 @@
+"""An exact model of what an SLO's rules compute on synthetic counters, to predict alert times.
+
+Why: a generated test must say *when* an alert fires and resolves, not just that it does.
+The rules sum window recordings read at offsets, so on counters that start at 0 and are
+sampled at every evaluation, a window of length ``W`` at time ``t`` holds exactly
+``C(t) - C(max(0, t - W))``: ``increase()`` neither extrapolates past a first sample of 0
+nor past a sample at the window's end. Ratios are computed in float64 in the same order as
+PromQL does, so predicted comparisons are bit-for-bit those of Prometheus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A stretch of constant traffic: events and errors added at every sample."""
+
+    steps: int
+    total: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Cumulative counters at every sample (sample ``k`` is at ``k × step`` seconds)."""
+
+    step: Decimal
+    total: tuple[int, ...]
+    errors: tuple[int, ...]
+
+    @classmethod
+    def of(cls, step: Decimal, phases: list[Phase]) -> Traffic:
+        """Counters that start at 0 and grow phase by phase."""
+        total, errors = [0], [0]
+        for phase in phases:
+            for _ in range(phase.steps):
+                total.append(total[-1] + phase.total)
+                errors.append(errors[-1] + phase.errors)
+        return cls(step, tuple(total), tuple(errors))
+
+    @property
+    def end(self) -> Decimal:
+        """The time of the last sample."""
+        return self.step * (len(self.total) - 1)
+
+    def window(self, counter: tuple[int, ...], at: Decimal, seconds: Decimal) -> int:
+        """Events counted by a window recording of ``seconds`` at time ``at``."""
+        now = int(at / self.step)
+        start = max(0, int((at - seconds) / self.step))
+        return counter[now] - counter[start]
+
+
+def _float(value: Fraction | Decimal) -> float:
+    return float(value)
+
+
+def ratio(traffic: Traffic, at: Decimal, seconds: Decimal) -> float | None:
+    """``slo:sli_error:ratio_rate<W>`` at ``at``, or None where the rule yields nothing."""
+    if at < traffic.step:
+        return None
+    total = traffic.window(traffic.total, at, seconds)
+    if total <= 0:
+        return None
+    return float(traffic.window(traffic.errors, at, seconds)) / float(total)
+
+
+def tier_holds(slo: ResolvedSLO, tier: Tier, traffic: Traffic, at: Decimal) -> bool:
+    """Whether the tier's condition is non-empty at ``at`` (the float comparisons of PromQL)."""
+    budget, factor = float(slo.budget), _float(tier.factor)
+    if tier.factor.denominator != 1 and _terminates(tier.factor):
+        factor = float(Decimal(tier.factor.numerator) / Decimal(tier.factor.denominator))
+    elif tier.factor.denominator != 1:
+        factor = float(tier.factor.numerator) / float(tier.factor.denominator)
+    long, short = ratio(traffic, at, tier.long), ratio(traffic, at, tier.short)
+    if long is None or short is None or not (long / budget > factor and short / budget > factor):
+        return False
+    if slo.min_traffic is not None:
+        per_second = float(traffic.window(traffic.total, at, tier.short)) / float(tier.short)
+        return per_second >= float(slo.min_traffic)
+    return True
+
+
+def _terminates(value: Fraction) -> bool:
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Evaluation times (seconds) at which an alert is pending and firing."""
+
+    pending: tuple[Decimal, ...]
+    firing: tuple[Decimal, ...]
+
+    def first_firing(self, after: Decimal = Decimal(-1)) -> Decimal | None:
+        """The first time the alert fires after ``after``."""
+        return next((t for t in self.firing if t > after), None)
+
+    def resolved_after(self, start: Decimal, times: tuple[Decimal, ...]) -> Decimal | None:
+        """The first evaluation after ``start`` at which it no longer fires."""
+        firing = set(self.firing)
+        return next((t for t in times if t > start and t not in firing), None)
+
+
+def evaluations(traffic: Traffic) -> tuple[Decimal, ...]:
+    """Every evaluation time within the traffic's span: tests evaluate at every sample."""
+    count = int(traffic.end / traffic.step)
+    return tuple(traffic.step * i for i in range(count + 1))
+
+
+def alert_timeline(slo: ResolvedSLO, alert: SLOAlert, traffic: Traffic) -> Timeline:
+    """Replay the alert's state machine (inactive → pending → firing) over the traffic."""
+    pending: list[Decimal] = []
+    firing: list[Decimal] = []
+    active_since: Decimal | None = None
+    for at in evaluations(traffic):
+        if any(tier_holds(slo, tier, traffic, at) for tier in alert.tiers):
+            active_since = at if active_since is None else active_since
+            (firing if at - active_since >= alert.for_seconds else pending).append(at)
+        else:
+            active_since = None
+    return Timeline(tuple(pending), tuple(firing))
+
+
+def onset(slo: ResolvedSLO, tier: Tier, traffic: Traffic, after: Decimal) -> Decimal | None:
+    """The first evaluation after ``after`` at which the tier's condition holds."""
+    return next(
+        (t for t in evaluations(traffic) if t > after and tier_holds(slo, tier, traffic, t)),
+        None,
+    )

@@ -1,0 +1,53 @@
+"""Which window recordings an SLO needs, and how each is summed from shorter ones.
+
+Why: a 30-day error ratio computed from raw series reads every sample of 30 days at every
+evaluation. Here only the base window (5m) reads raw series; every longer window is the sum of
+a few recordings of shorter windows read at offsets (``1h = 12 × 5m``, ``3d = 3 × 1d``), which
+tiles time exactly, stays fresh to the last evaluation, and reads one sample per term. Errors
+and totals are summed separately, so every window stays traffic-weighted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+MAX_TERMS = 12
+
+
+@dataclass(frozen=True)
+class Term:
+    """One addend of a window: the recording of ``window`` read ``offset`` seconds ago."""
+
+    window: Decimal
+    offset: Decimal
+
+
+def plan_windows(needed: tuple[Decimal, ...], base: Decimal) -> dict[Decimal, tuple[Term, ...]]:
+    """For every window to record (needed ones plus helpers), its terms, shortest first.
+
+    The base window has no terms (it reads raw series). Every other window ``W`` is
+    ``q × V`` (``V`` the longest shorter window recorded, ``q`` ≤ ``MAX_TERMS``) plus at most one
+    recording of the remainder, so a 30-day window costs about ten samples per series.
+    """
+    recorded: dict[Decimal, tuple[Term, ...]] = {base: ()}
+    for window in sorted(needed):
+        _ensure(window, recorded)
+    return dict(sorted(recorded.items()))
+
+
+def _ensure(window: Decimal, recorded: dict[Decimal, tuple[Term, ...]]) -> None:
+    if window in recorded:
+        return
+    while True:
+        longest = max(w for w in recorded if w < window)
+        count = int(window // longest)
+        if count <= MAX_TERMS:
+            break
+        _ensure(longest * MAX_TERMS, recorded)
+    terms = [Term(longest, longest * i) for i in range(count)]
+    rest = window - longest * count
+    if rest:
+        _ensure(rest, recorded)
+        terms.append(Term(rest, longest * count))
+    recorded[window] = tuple(terms)
