@@ -187,7 +187,7 @@ def write_openmetrics(path: Path, n_series: int, scrape_offset: int = 0) -> Exac
     """
     rng = random.Random(SEED)
     rates, ratios = _profile(rng)
-    minutes = (T - scrape_offset - DATA_START) // STEP + 1
+    kept = (T - scrape_offset - DATA_START) // STEP + 1  # samples at or before T
     series = _series_codes(n_series)
     instances = sorted({inst for inst, _ in series})
     resets = {0: (11 * DAY + 10 * 3600 + 17 * 60) // STEP}
@@ -202,7 +202,7 @@ def write_openmetrics(path: Path, n_series: int, scrape_offset: int = 0) -> Exac
             counters = {code: rng.randrange(10**6) for code in codes}
             other = codes[1] if len(codes) > 1 else None
             share = 0.01 if other is not None and not _is_slo_error(other) else None
-            for m in range(minutes):
+            for m in range(len(rates)):  # the same random draws whatever the offset
                 noise = 1 + 0.1 * rng.gauss(0, 1)
                 requests = max(1, int(rates[m] * weight * noise + rng.random()))
                 rate = ratios[m] if share is None else share
@@ -212,7 +212,7 @@ def write_openmetrics(path: Path, n_series: int, scrape_offset: int = 0) -> Exac
                     reset = resets.get(inst) == m
                     counters[code] = increments[code] + (0 if reset else counters[code])
                     values[code].append(counters[code])
-                if m >= first_in_window:
+                if first_in_window <= m < kept:
                     total += requests
                     errors += failed if other and share is None else 0
             for code in codes:
@@ -220,7 +220,7 @@ def write_openmetrics(path: Path, n_series: int, scrape_offset: int = 0) -> Exac
                 stamps = range(DATA_START + scrape_offset, T + 1, STEP)
                 out.writelines(
                     f"{METRIC}{{{labels}}} {v} {ts}\n"
-                    for v, ts in zip(values[code], stamps, strict=True)
+                    for v, ts in zip(values[code][:kept], stamps, strict=True)
                 )
         out.write("# EOF\n")
     return Exact(errors, total)
