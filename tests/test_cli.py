@@ -34,7 +34,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: 
     shutil.rmtree(in_tmp / "rules")
     result = cli("build")
     assert result.code == 0, result.err
-    assert "promtool test rules: 2 file(s) passed" in result.out
+    assert "promtool test rules: 6 file(s) passed" in result.out
     assert _snapshot(in_tmp / "rules") == committed
 
 

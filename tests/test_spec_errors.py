@@ -383,12 +383,12 @@ CASES: list[Case] = [
         ),
     ),
     Case(
-        "a spec without alerts is reported",
+        "a spec without alerts or slos is reported",
         spec="""
             version: 1
             service: web
             """,
-        stderr=spec_errors("specs/web.yaml:1:1: alerts: required field is missing"),
+        stderr=spec_errors("specs/web.yaml:1:1: a spec needs at least one entry in alerts or slos"),
     ),
     Case(
         "an empty alerts list is rejected",

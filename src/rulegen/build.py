@@ -7,9 +7,9 @@ Why: one readable function per stage, so the CLI stays a thin shell and the libr
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,8 @@ from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
 from rulegen.resolve import ResolvedSpec, build_groups, resolve_spec
 from rulegen.slo.rules import slo_group
-from rulegen.slo.tests import SLOTestError, history_step, slo_tests
+from rulegen.slo.series import SLOTestError
+from rulegen.slo.tests import history_step, slo_tests
 from rulegen.spec.loader import LoadError, load_file
 from rulegen.spec.locate import pydantic_diagnostics
 from rulegen.spec.models import spec_model
@@ -156,7 +157,9 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
     """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
     groups = build_groups(spec, catalog.families)
     tests = build_tests(spec)
-    _check_cost(spec, groups, tests, spec.alerts[0].origin if spec.alerts else None)
+    if spec.alerts:
+        first = spec.alerts[0].origin
+        _check_cost(groups, tests, Origin(first.file, first.line, first.col, "alerts"))
     slos = []
     for slo in spec.slos:
         group = slo_group(slo)
@@ -175,7 +178,7 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
                     )
                 ]
             ) from None
-        _check_cost(spec, (group,), cases + history, slo.origin)
+        _check_cost((group,), cases + history, slo.origin)
         slos.append(
             SLOOutput(
                 slo.name, units.format_duration(slo.evaluation), group, cases,
@@ -187,16 +190,11 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
     )
 
 
-def _check_cost(
-    spec: ResolvedSpec,
-    groups: Sequence[RuleGroup],
-    tests: Sequence[TestCase],
-    origin: Origin | None,
-) -> None:
+def _check_cost(groups: Sequence[RuleGroup], tests: Sequence[TestCase], origin: Origin) -> None:
     """Refuse a spec whose generated tests would keep promtool busy for minutes."""
     rules = sum(len(g.rules) for g in groups)
     cost = sum(t.evaluations for t in tests) * rules
-    if cost <= MAX_TEST_COST or origin is None:
+    if cost <= MAX_TEST_COST:
         return
     message = (
         f"the generated tests would evaluate {rules} rules {cost // rules} times "

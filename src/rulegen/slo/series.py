@@ -1,0 +1,162 @@
+"""Input series for an SLO's generated tests: label sets the SLI's selectors accept.
+
+Why: a test is only as good as its series; these are built from the selectors themselves
+(successful events get a label value the errors selector refuses), never from the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rulegen import promql
+from rulegen.model import InputSeries
+from rulegen.slo.model import LatencySLI, RatioSLI, ResolvedSLO, SLOAlert
+from rulegen.slo.simulate import Traffic
+
+
+class SLOTestError(ValueError):
+    """No test can be built for an SLO (selectors no series can satisfy, no room for a burn)."""
+
+
+_GOOD_VALUES = ("OK", "200", "ok", "success", "2xx", "rulegen-good", "0", "a")
+
+
+class SeriesMaker:
+    """Input series for the SLI: label sets that the selectors accept (or reject) as needed."""
+
+    def __init__(self, slo: ResolvedSLO) -> None:
+        self.slo = slo
+        self.group = {name: _group_value(slo, name) for name in slo.group_by}
+
+    def series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
+        """promtool series carrying ``traffic`` through the SLI's selectors."""
+        sli = self.slo.sli
+        good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
+        if isinstance(sli, LatencySLI):
+            labels = _satisfy(sli.matchers, dict(self.group))
+            bound = promql.go_float(float(sli.threshold))
+            return (
+                _input(f"{sli.metric}_bucket", {**labels, "le": bound}, good),
+                _input(f"{sli.metric}_bucket", {**labels, "le": "+Inf"}, traffic.total),
+                _input(f"{sli.metric}_count", labels, traffic.total),
+            )
+        return self._ratio(sli, traffic, good)
+
+    def _ratio(
+        self, sli: RatioSLI, traffic: Traffic, good: tuple[int, ...]
+    ) -> tuple[InputSeries, ...]:
+        bad = _satisfy((*sli.errors.matchers, *sli.total.matchers), dict(self.group))
+        if sli.errors.metric == sli.total.metric:
+            if not all(_accepts(m, bad.get(m.name, "")) for m in sli.total.matchers):
+                raise SLOTestError("no series matches both the errors and the total selector")
+            ok = _good_labels(sli, bad)
+            return (
+                _input(sli.total.metric, ok, good),
+                _input(sli.errors.metric, bad, traffic.errors),
+            )
+        total_labels = _satisfy(sli.total.matchers, dict(self.group))
+        return (
+            _input(sli.total.metric, total_labels, traffic.total),
+            _input(sli.errors.metric, bad, traffic.errors),
+        )
+
+    def alert_labels(self, alert: SLOAlert, state: str) -> str:
+        """The ``ALERTS`` series of this SLO's alert in ``state``."""
+        labels = dict(self.slo.labels)
+        labels.update(self.group)
+        labels.update(
+            alertname=self.slo.alert_name, alertstate=state, severity=alert.severity,
+            service=self.slo.service, slo=self.slo.name,
+        )  # fmt: skip
+        return _selector("ALERTS", labels)
+
+    def alert_query(self, alert: SLOAlert) -> str:
+        """``ALERTS`` of this SLO's alert, in any state."""
+        labels = {
+            "alertname": self.slo.alert_name, "service": self.slo.service,
+            "severity": alert.severity, "slo": self.slo.name,
+        }  # fmt: skip
+        return _selector("ALERTS", labels)
+
+    def own_labels(self) -> str:
+        """The label set of this SLO's recordings (an arithmetic result drops the name)."""
+        return _selector("", {"service": self.slo.service, "slo": self.slo.name, **self.group})
+
+
+def _group_value(slo: ResolvedSLO, name: str) -> str:
+    matchers = _selector_matchers(slo)
+    return _satisfy(tuple(m for m in matchers if m.name == name), {name: "rulegen-a"})[name]
+
+
+def _selector_matchers(slo: ResolvedSLO) -> tuple[promql.Matcher, ...]:
+    sli = slo.sli
+    if isinstance(sli, LatencySLI):
+        return sli.matchers
+    return (*sli.errors.matchers, *sli.total.matchers)
+
+
+def _accepts(matcher: promql.Matcher, value: str) -> bool:
+    if matcher.op == "=":
+        return value == matcher.value
+    if matcher.op == "!=":
+        return value != matcher.value
+    found = promql.full_match(matcher.value, value)
+    return found if matcher.op == "=~" else not found
+
+
+def _candidates(matchers: Iterable[promql.Matcher]) -> list[str]:
+    out: list[str] = []
+    for m in matchers:
+        if m.op == "=":
+            out.append(m.value)
+        elif m.op == "=~" and (example := promql.regex_example(m.value)) is not None:
+            out.append(example)
+    return [*out, "rulegen-test", *_GOOD_VALUES]
+
+
+def _satisfy(matchers: tuple[promql.Matcher, ...], labels: dict[str, str]) -> dict[str, str]:
+    """``labels`` completed so that every matcher accepts them."""
+    for name in sorted({m.name for m in matchers}):
+        own = [m for m in matchers if m.name == name]
+        if all(_accepts(m, labels.get(name, "")) for m in own):
+            continue
+        chosen = next((v for v in _candidates(own) if all(_accepts(m, v) for m in own)), None)
+        if chosen is None:
+            shown = ", ".join(m.render() for m in own)
+            raise SLOTestError(f"cannot build a test series that matches {shown}")
+        labels[name] = chosen
+    return {k: v for k, v in labels.items() if v != ""}
+
+
+def _good_labels(sli: RatioSLI, bad: dict[str, str]) -> dict[str, str]:
+    """Labels of successful events: accepted by the total selector, refused by the errors one."""
+    for matcher in sli.errors.matchers:
+        on_total = [m for m in sli.total.matchers if m.name == matcher.name]
+        for value in _candidates(on_total):
+            if not _accepts(matcher, value) and all(_accepts(m, value) for m in on_total):
+                return {k: v for k, v in {**bad, matcher.name: value}.items() if v != ""}
+    raise SLOTestError("cannot build a successful-event series: no label value that the total "
+                       "selector accepts and the errors selector refuses")  # fmt: skip
+
+
+def _selector(name: str, labels: Mapping[str, str]) -> str:
+    inner = ", ".join(f"{k}={promql.quote(v)}" for k, v in sorted(labels.items()))
+    return f"{name}{{{inner}}}"
+
+
+def _input(metric: str, labels: Mapping[str, str], values: tuple[int, ...]) -> InputSeries:
+    return InputSeries(_selector(metric, labels), expanding(values))
+
+
+def expanding(values: tuple[int, ...]) -> str:
+    """promtool's expanding notation for a counter: ``0+100x360 36000+0x60``."""
+    parts: list[str] = []
+    index = 0
+    while index < len(values):
+        step = values[index + 1] - values[index] if index + 1 < len(values) else 0
+        end = index
+        while end + 1 < len(values) and values[end + 1] - values[end] == step:
+            end += 1
+        parts.append(f"{values[index]}+{step}x{end - index}")
+        index = end + 1
+    return " ".join(parts)
