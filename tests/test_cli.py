@@ -41,7 +41,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: 
 def test_check_is_green_on_a_clean_tree(in_tmp: Path, cli: Cli) -> None:
     _copy_example(in_tmp)
     result = cli("build", "--check")
-    assert (result.code, result.out.strip()) == (0, "rules: up to date (3 files)")
+    assert (result.code, result.out.strip()) == (0, "rules: up to date (9 files)")
 
 
 def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: Cli) -> None:
@@ -158,7 +158,8 @@ def test_schema_is_json_schema_of_the_spec(cli: Cli) -> None:
     schema = json.loads(result.out)
     assert schema["title"] == "rulegen spec (version 1)"
     assert "Alert_disk_await" in schema["$defs"]
-    assert set(schema["required"]) == {"version", "service", "alerts"}
+    assert set(schema["required"]) == {"version", "service"}
+    assert {"alerts", "slos"} <= set(schema["properties"])
 
 
 def test_committed_schema_is_up_to_date(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -56,7 +56,7 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
     own = (("service", slo.service), ("slo", slo.name))
     rules: list[RecordingRule | AlertRule] = []
     for window, terms in plan.items():
-        for metric in (ERRORS, TOTAL):
+        for metric in (TOTAL, ERRORS):
             expr = _base(slo, metric, window) if not terms else _sum_of(slo, metric, terms)
             rules.append(RecordingRule(metric + window_name(window), expr, own, slo.origin))
     for window in ratio_windows(slo):
@@ -77,25 +77,29 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
     )
 
 
-def _by(slo: ResolvedSLO) -> str:
-    return f"sum by ({', '.join(slo.group_by)})" if slo.group_by else "sum"
+def _sum(slo: ResolvedSLO, inner: str) -> str:
+    """``sum(inner)``, per group_by label when the SLO has them."""
+    if slo.group_by:
+        return f"sum by ({', '.join(slo.group_by)}) ({inner})"
+    return f"sum({inner})"
 
 
 def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
-    """The base window, the only one that reads raw series."""
+    """The base window: the only recordings that read raw series, each series once."""
     span = window_name(window)
     sli = slo.sli
-    total = sli.total.render()
-    counted = f"{_by(slo)} (increase({total}[{span}]))"
     if metric == TOTAL:
-        return counted
+        return _sum(slo, f"increase({sli.total.render()}[{span}])")
+    # The errors reuse the total just recorded (same group, same evaluation), not a second
+    # scan of the raw series.
+    recorded = _sum(slo, own_selector(slo, TOTAL + span))
     if isinstance(sli, LatencySLI):
-        good = f"{_by(slo)} (increase({sli.good.render()}[{span}]))"
-        # Both series come from one scrape, so the difference is exact; clamp guards resets.
-        return f"clamp_min(\n  {counted}\n  -\n  {good},\n  0\n)"
-    errors = f"{_by(slo)} (increase({sli.errors.render()}[{span}]))"
+        good = _sum(slo, f"increase({sli.good.render()}[{span}])")
+        # count and bucket come from one scrape; the clamp only guards odd resets.
+        return f"clamp_min(\n  {recorded}\n  -\n  {good},\n  0\n)"
+    errors = _sum(slo, f"increase({sli.errors.render()}[{span}])")
     # No error series yet is zero errors, not a missing SLI.
-    return f"{errors}\nor\n0 * {counted}"
+    return f"{errors}\nor\n0 * {recorded}"
 
 
 def _sum_of(slo: ResolvedSLO, metric: str, terms: tuple[Term, ...]) -> str:

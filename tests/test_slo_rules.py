@@ -1,0 +1,193 @@
+"""Structure of the SLO rules: exact factors, exact tiling, cheap long windows, stable labels."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rulegen import promql
+from rulegen.build import build, discover
+from rulegen.catalog import load_catalog
+from rulegen.slo.resolve import base_window, format_fraction
+from rulegen.slo.windows import MAX_TERMS, plan_windows
+
+DAY = Decimal(86400)
+
+
+def _spec(window: str = "30d", labels: str = "{team: a}", extra: str = "") -> str:
+    return f"""
+version: 1
+service: web
+labels: {labels}
+slos:
+  - name: availability
+    objective: 99.9%
+    window: {window}
+    sli:
+      ratio:
+        errors: 'http_requests_total{{code=~"5.."}}'
+        total: 'http_requests_total'
+{extra}"""
+
+
+def _rules(tmp_path: Path, text: str) -> list[dict[str, object]]:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs" / "web.yaml").write_text(text)
+    files = build(discover([tmp_path / "specs"]), load_catalog(), root=tmp_path).files
+    data = yaml.safe_load(files["prometheus/web.slo.availability.rules.yml"])
+    rules: list[dict[str, object]] = data["groups"][0]["rules"]
+    return rules
+
+
+def _alert_exprs(rules: list[dict[str, object]]) -> str:
+    return "\n".join(str(r["expr"]) for r in rules if "alert" in r)
+
+
+@pytest.mark.parametrize(
+    ("window", "factors"),
+    [
+        ("30d", ["> 14.4", "> 6", "> 3", "> 1\n"]),
+        ("28d", ["> 13.44", "> 5.6", "> 2.8", "> (14 / 15)"]),
+        ("7d", ["> 3.36", "> 1.4", "> 0.7"]),
+    ],
+)
+def test_burn_factors_are_printed_as_short_exact_literals(
+    tmp_path: Path, window: str, factors: list[str]
+) -> None:
+    text = _alert_exprs(_rules(tmp_path, _spec(window)))
+    for factor in factors:
+        assert factor in text + "\n"
+    assert "/ 0.001 >" in text
+    assert not re.search(r"\d\.\d{6,}", text), "float noise in a threshold"
+
+
+def test_a_7d_window_keeps_the_ticket_tiers_whose_long_window_fits() -> None:
+    assert format_fraction(Fraction(7, 30)) == "(7 / 30)"
+    assert format_fraction(Fraction(144, 10)) == "14.4"
+
+
+@pytest.mark.parametrize(
+    "needed",
+    [
+        (300, 1800, 3600, 7200, 21600, 86400, 259200, 2592000),
+        (300, 1800, 3600, 7200, 21600, 86400, 259200, 2419200),
+        (300, 3600, 2592000),
+        (600, 5400, 86400 * 90),
+        (120, 86400 * 365),
+    ],
+)
+def test_every_window_is_an_exact_tiling_of_shorter_recordings(needed: tuple[int, ...]) -> None:
+    windows = tuple(Decimal(w) for w in needed)
+    plan = plan_windows(windows, base_window(windows))
+    assert set(windows) <= set(plan)
+    for window, terms in plan.items():
+        if not terms:
+            assert window == base_window(windows)
+            continue
+        assert len(terms) <= MAX_TERMS + 1
+        cursor = Decimal(0)
+        for term in terms:
+            assert term.offset == cursor, "terms must be contiguous, newest first"
+            assert term.window in plan
+            assert term.window < window
+            cursor += term.window
+        assert cursor == window
+
+
+def test_only_the_base_window_reads_raw_series(tmp_path: Path) -> None:
+    for rule in _rules(tmp_path, _spec()):
+        expr = str(rule["expr"])
+        raw = "http_requests_total" in expr
+        assert raw == (
+            rule.get("record") in ("slo:sli_total:increase5m", "slo:sli_errors:increase5m")
+        )
+        if rule.get("record") == "slo:sli_errors:increase5m":
+            assert expr.count("http_requests_total") == 1, "the total must not be scanned twice"
+
+
+def test_long_windows_read_one_sample_per_term(tmp_path: Path) -> None:
+    rules = {str(r.get("record")): str(r["expr"]) for r in _rules(tmp_path, _spec())}
+    thirty = rules["slo:sli_total:increase30d"]
+    assert thirty.count("slo:sli_total:increase3d{") == 10
+    assert "[" not in thirty, "no range selector: each term is one sample"
+    offsets = re.findall(r"offset (\w+)", thirty)
+    assert offsets == [f"{3 * i}d" for i in range(1, 10)]
+
+
+def test_every_rule_reads_only_recordings_made_before_it_in_the_group(tmp_path: Path) -> None:
+    seen: set[str] = set()
+    for rule in _rules(tmp_path, _spec()):
+        expr = str(rule["expr"])
+        for name in set(re.findall(r"(slo:[a-z_]+:[a-z_0-9]+)", expr)):
+            assert name in seen, f"{rule.get('record') or rule.get('alert')} reads {name} first"
+        if "record" in rule:
+            seen.add(str(rule["record"]))
+
+
+def test_spec_labels_never_reach_the_recordings(tmp_path: Path) -> None:
+    """A spec label edit must not split the window recordings' series (Sloth's
+    "vector contains metrics with the same labelset" after a label change)."""
+    before = [r for r in _rules(tmp_path, _spec(labels="{team: a}")) if "record" in r]
+    after = [r for r in _rules(tmp_path, _spec(labels="{team: b, tier: '1'}")) if "record" in r]
+    assert before == after
+    for rule in before:
+        assert rule["labels"] == {"service": "web", "slo": "availability"}
+    alerts = [r for r in _rules(tmp_path, _spec(labels="{team: b}")) if "alert" in r]
+    assert all(r["labels"]["team"] == "b" for r in alerts)  # type: ignore[index]
+
+
+def test_no_ratio_divides_by_zero_traffic(tmp_path: Path) -> None:
+    for rule in _rules(tmp_path, _spec()):
+        if str(rule.get("record", "")).startswith("slo:sli_error:ratio_rate"):
+            assert re.search(r"/\n\(slo:sli_total:increase\w+\{[^}]*\} > 0\)$", str(rule["expr"]))
+
+
+@pytest.mark.parametrize(
+    ("threshold", "le", "spellings"),
+    [
+        ("500ms", 'le="0.5"', ["0.5"]),
+        ("1s", 'le=~"1|1\\\\.0"', ["1", "1.0"]),
+        ("10s", 'le=~"10|10\\\\.0"', ["10", "10.0"]),
+    ],
+)
+def test_a_latency_threshold_matches_both_le_spellings(
+    tmp_path: Path, threshold: str, le: str, spellings: list[str]
+) -> None:
+    """Go clients (Prometheus 2) write le="1"; Prometheus 3 normalises it to le="1.0"."""
+    spec = f"""
+version: 1
+service: web
+slos:
+  - name: availability
+    objective: 99%
+    sli:
+      latency: {{metric: vllm:time_to_first_token_seconds, threshold: {threshold}}}
+"""
+    text = "\n".join(str(r["expr"]) for r in _rules(tmp_path, spec))
+    assert le in text
+    pattern = le.split('"')[1].replace("\\\\", "\\")
+    for spelling in spellings:
+        assert pattern == spelling or promql.full_match(pattern, spelling)
+    assert not promql.full_match(pattern, spellings[0] + "0")
+
+
+def test_min_traffic_guards_every_tier_in_requests_per_second(tmp_path: Path) -> None:
+    spec = _spec(extra="    alerting: {min_traffic: 0.5}\n")
+    text = _alert_exprs(_rules(tmp_path, spec))
+    own = '{service="web", slo="availability"}'
+    for window, seconds in (("5m", 300), ("30m", 1800), ("2h", 7200), ("6h", 21600)):
+        assert f"slo:sli_total:increase{window}{own} / {seconds} >= 0.5" in text
+
+
+def test_a_disabled_severity_has_no_alert_and_no_unused_windows(tmp_path: Path) -> None:
+    spec = _spec(extra="    alerting: {ticket: {enabled: false}}\n")
+    rules = _rules(tmp_path, spec)
+    assert [r["labels"]["severity"] for r in rules if "alert" in r] == ["critical"]  # type: ignore[index]
+    records = {str(r.get("record")) for r in rules}
+    assert "slo:sli_error:ratio_rate3d" not in records
+    assert "slo:sli_error:ratio_rate2h" not in records

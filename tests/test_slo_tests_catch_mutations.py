@@ -1,0 +1,307 @@
+"""The generated SLO tests are sharp: one wrong factor, window, offset, guard or ``for`` fails them.
+
+Why: a generated test that passes whatever the rules say proves nothing. A small spec with one
+ratio SLO (30d) and one latency SLO (28d, ``group_by``) is built once with
+``rulegen build --no-validate``; each case edits one thing in the RENDERED rule file of one SLO
+(a literal string replacement, counted) and runs ``promtool test rules`` on that SLO's two
+generated test files, which must fail. The unmutated files must pass.
+
+promtool runs are the cost (seconds each), so every run of the module is made once, two at a
+time, in a module fixture; a run stops at the first test file that fails (``promtool test rules
+a b`` fails as soon as either does).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import run_rulegen, write_tree
+
+pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
+
+SPEC = """
+    version: 1
+    service: shop
+    evaluation_interval: 1m
+    slos:
+      - name: checkout
+        objective: 99.9%
+        window: 30d
+        sli:
+          ratio:
+            errors: 'http_requests_total{handler="/checkout", code=~"5.."}'
+            total: 'http_requests_total{handler="/checkout"}'
+        alerting:
+          for: {ticket: 5m}
+      - name: search
+        objective: 99%
+        window: 28d
+        sli:
+          latency:
+            metric: http_request_duration_seconds
+            threshold: 250ms
+            buckets: [0.05, 0.1, 0.25, 0.5, 1]
+            matchers: 'handler="/search"'
+        group_by: [region]
+        alerting:
+          min_traffic: 0.1
+    """
+
+CHECKOUT = 'service="shop", slo="checkout"'
+SEARCH = 'service="shop", slo="search"'
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """Replace ``old`` by ``new`` exactly ``count`` times in one part of one SLO's rule file.
+
+    ``where`` is the part: ``recordings`` (before the first alert), ``alerts`` (from the first
+    alert on), ``page`` (the first alert only) or ``ticket`` (the second alert only). Alert
+    annotations repeat each tier's condition on one line, so expression edits are anchored on
+    a line end (``\\n``) that only the multi-line ``expr`` has.
+    """
+
+    broken: str
+    slo: str
+    where: str
+    old: str
+    new: str
+    count: int = 1
+    regex: bool = False
+
+    def apply(self, text: str) -> str:
+        """The rule file with this mutation, checking that it changed ``count`` places."""
+        first = text.index("  - alert: ")
+        second = text.index("  - alert: ", first + 1)
+        start, end = {
+            "recordings": (0, first),
+            "alerts": (first, len(text)),
+            "page": (first, second),
+            "ticket": (second, len(text)),
+        }[self.where]
+        target = text[start:end]
+        if self.regex:
+            changed, found = re.subn(self.old, self.new, target)
+        else:
+            found = target.count(self.old)
+            changed = target.replace(self.old, self.new)
+        assert found == self.count, f"{self.broken}: {self.old!r} found {found} times"
+        return text[:start] + changed + text[end:]
+
+
+def _term(slo: str, metric: str, offset: str, index: int) -> str:
+    return (
+        f'\n        or\n        label_replace({metric}{{{slo}}} offset {offset}, "slo_term", '
+        f'"{index}", "", "")'
+    )
+
+
+MUTATIONS = [
+    # --- ratio SLO (checkout, 99.9% over 30d, default tiers, ticket for: 5m) ---------------
+    Mutation("page factor 14.4 -> 15 (tier 1h/5m)", "checkout", "page", "> 14.4\n", "> 15\n", 2),
+    Mutation("page factor 6 -> 6.6 (tier 6h/30m)", "checkout", "page", "> 6\n", "> 6.6\n", 2),
+    Mutation("ticket factor 1 -> 1.2 (tier 3d/6h)", "checkout", "ticket", "> 1\n", "> 1.2\n", 2),
+    Mutation("ticket factor 3 -> 3.3 (tier 1d/2h)", "checkout", "ticket", "> 3\n", "> 3.3\n", 2),
+    Mutation(
+        "budget literal 0.001 -> 0.0011 in every alert expression",
+        "checkout",
+        "alerts",
+        r"/ 0\.001 > ([0-9.]+)\n",
+        r"/ 0.0011 > \1\n",
+        8,
+        regex=True,
+    ),  # fmt: skip
+    Mutation(
+        "30m errors tile: term offset 25m -> 20m",
+        "checkout",
+        "recordings",
+        f"slo:sli_errors:increase5m{{{CHECKOUT}}} offset 25m",
+        f"slo:sli_errors:increase5m{{{CHECKOUT}}} offset 20m",
+    ),  # fmt: skip
+    Mutation(
+        "1h errors tile: second 30m term dropped",
+        "checkout",
+        "recordings",
+        _term(CHECKOUT, "slo:sli_errors:increase30m", "30m", 1),
+        "",
+    ),  # fmt: skip
+    Mutation(
+        "1h total tile: second 30m term dropped",
+        "checkout",
+        "recordings",
+        _term(CHECKOUT, "slo:sli_total:increase30m", "30m", 1),
+        "",
+    ),  # fmt: skip
+    Mutation(
+        "5m ratio: the > 0 guard on total removed",
+        "checkout",
+        "recordings",
+        f"(slo:sli_total:increase5m{{{CHECKOUT}}} > 0)",
+        f"(slo:sli_total:increase5m{{{CHECKOUT}}})",
+    ),  # fmt: skip
+    Mutation(
+        "30d ratio: the > 0 guard on total removed",
+        "checkout",
+        "recordings",
+        f"(slo:sli_total:increase30d{{{CHECKOUT}}} > 0)",
+        f"(slo:sli_total:increase30d{{{CHECKOUT}}})",
+    ),  # fmt: skip
+    Mutation(
+        "page tier 1h/5m: short window 5m replaced by the long 1h",
+        "checkout",
+        "page",
+        f"slo:sli_error:ratio_rate5m{{{CHECKOUT}}} / 0.001 > 14.4\n",
+        f"slo:sli_error:ratio_rate1h{{{CHECKOUT}}} / 0.001 > 14.4\n",
+    ),  # fmt: skip
+    Mutation(
+        "page tier 6h/30m: short window 30m replaced by the long 6h",
+        "checkout",
+        "page",
+        f"slo:sli_error:ratio_rate30m{{{CHECKOUT}}} / 0.001 > 6\n",
+        f"slo:sli_error:ratio_rate6h{{{CHECKOUT}}} / 0.001 > 6\n",
+    ),  # fmt: skip
+    Mutation(
+        "page tiers joined by and instead of or",
+        "checkout",
+        "page",
+        "      )\n      or\n      (\n",
+        "      )\n      and\n      (\n",
+    ),  # fmt: skip
+    Mutation(
+        "page alert: for: 2m added",
+        "checkout",
+        "page",
+        "    labels:\n",
+        "    for: 2m\n    labels:\n",
+    ),  # fmt: skip
+    Mutation(
+        "ticket alert: for 5m -> 10m", "checkout", "ticket", "    for: 5m\n", "    for: 10m\n"
+    ),
+    # --- latency SLO (search, 99% over 28d, group_by region, min_traffic 0.1) -------------
+    Mutation("page factor 13.44 -> 14 (tier 1h/5m)", "search", "page", "> 13.44\n", "> 14\n", 2),
+    Mutation(
+        "ticket factor 14/15 -> 1 (tier 3d/6h)",
+        "search",
+        "ticket",
+        "> (14 / 15)\n",
+        "> 1\n",
+        2,
+    ),  # fmt: skip
+    Mutation(
+        "min_traffic 0.1 -> 1 req/s in every tier",
+        "search",
+        "alerts",
+        ">= 0.1\n",
+        ">= 1\n",
+        4,
+    ),  # fmt: skip
+    Mutation(
+        "min_traffic guard >= 0.1 -> > 0.1 (strict)",
+        "search",
+        "alerts",
+        ">= 0.1\n",
+        "> 0.1\n",
+        4,
+    ),  # fmt: skip
+    Mutation(
+        "SLI bucket le 0.25 -> 0.5",
+        "search",
+        "recordings",
+        'le="0.25"',
+        'le="0.5"',
+        1,
+    ),  # fmt: skip
+    Mutation(
+        "28d total tile: term offset 3d -> 6d",
+        "search",
+        "recordings",
+        f"slo:sli_total:increase3d{{{SEARCH}}} offset 3d,",
+        f"slo:sli_total:increase3d{{{SEARCH}}} offset 6d,",
+    ),  # fmt: skip
+]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One promtool run over an SLO's test files: exit code and output of the last file run."""
+
+    code: int
+    file: str
+    output: str
+
+
+def _test_files(root: Path, slo: str) -> list[str]:
+    names = [f"tests/shop.slo.{slo}.test.yml", f"tests/shop.slo.{slo}.history.test.yml"]
+    return [n for n in names if (root / n).is_file()]
+
+
+def _promtool(root: Path, slo: str) -> Run:
+    """``promtool test rules`` on each test file of ``slo`` in turn, stopping at a failure."""
+    last = Run(0, "", "")
+    for name in _test_files(root, slo):
+        proc = subprocess.run(
+            ["promtool", "test", "rules", name],
+            cwd=root, capture_output=True, text=True, check=False, timeout=300,
+        )  # fmt: skip
+        last = Run(proc.returncode, name, proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            break
+    return last
+
+
+def _rules_name(slo: str) -> str:
+    return f"prometheus/shop.slo.{slo}.rules.yml"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = write_tree(tmp_path_factory.mktemp("spec"), {"specs/shop.yaml": SPEC})
+    result = run_rulegen("build", "--no-validate", cwd=root)
+    assert result.code == 0, result.err
+    return root / "rules"
+
+
+@pytest.fixture(scope="module")
+def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Every promtool run of the module, keyed by mutation (``""`` + SLO for the originals)."""
+    jobs: dict[str, tuple[str, str | None]] = {
+        f"original {slo}": (slo, None) for slo in ("checkout", "search")
+    }
+    for mutation in MUTATIONS:
+        text = (built / _rules_name(mutation.slo)).read_text()
+        jobs[mutation.broken] = (mutation.slo, mutation.apply(text))
+
+    def run(key: str) -> tuple[str, Run]:
+        slo, text = jobs[key]
+        root = tmp_path_factory.mktemp("run")
+        shutil.copytree(built, root, dirs_exist_ok=True)
+        if text is not None:
+            (root / _rules_name(slo)).write_text(text)
+        return key, _promtool(root, slo)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, jobs))
+
+
+@pytest.mark.parametrize("slo", ["checkout", "search"])
+def test_the_generated_tests_pass_on_the_generated_rules(slo: str, runs: dict[str, Run]) -> None:
+    run = runs[f"original {slo}"]
+    assert run.code == 0, run.output
+
+
+def test_both_slos_have_a_history_test_file(built: Path) -> None:
+    assert len(_test_files(built, "checkout")) == 2
+    assert len(_test_files(built, "search")) == 2
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.broken for m in MUTATIONS])
+def test_a_mutated_rule_fails_the_generated_tests(mutation: Mutation, runs: dict[str, Run]) -> None:
+    run = runs[mutation.broken]
+    assert run.code == 1, f"promtool passed both test files of {mutation.slo}: mutation not caught"
+    assert "FAILED" in run.output, run.output
