@@ -356,108 +356,47 @@ def seconds(phases: Sequence[Phase], step: int) -> int:
     return step * sum(p.samples for p in phases)
 
 
-# --- 1. total outage -------------------------------------------------------------------------
+# --- 1 and 3. total outage: detection and reset ----------------------------------------------
 
 STEP = 30  # the evaluation grid (and scrape interval) of the minute-scale cases
 
 # Seconds of total outage (error ratio 1) each page tier tolerates, 1h/5m then 6h/30m:
 # (1 - SLO) / 1 × long × share × window / long = (1 - SLO) × share × SLO window.
 OUTAGE_DETECTION = {
-    "ratio-30d": (Fraction("51.84"), Fraction("129.6")),  # 0.001 × 2% | 5% × 2592000 s
-    "ratio-28d": (Fraction("48.384"), Fraction("120.96")),  # 0.001 × 2% | 5% × 2419200 s
-    "latency-30d": (Fraction("518.4"), Fraction("1296")),  # 0.01 × 2% | 5% × 2592000 s
-    "latency-28d": (Fraction("483.84"), Fraction("1209.6")),  # 0.01 × 2% | 5% × 2419200 s
+    RATIO_30D: (Fraction("51.84"), Fraction("129.6")),  # 0.001 × 2% | 5% × 2592000 s
+    RATIO_28D: (Fraction("48.384"), Fraction("120.96")),  # 0.001 × 2% | 5% × 2419200 s
+    LATENCY_30D: (Fraction("518.4"), Fraction("1296")),  # 0.01 × 2% | 5% × 2592000 s
+    LATENCY_28D: (Fraction("483.84"), Fraction("1209.6")),  # 0.01 × 2% | 5% × 2419200 s
 }
 # ... and the first 30 s evaluation strictly after them (seconds into the outage).
 OUTAGE_ONSET = {
-    "ratio-30d": (60, 150),  # 30 < 51.84 < 60; 120 < 129.6 < 150
-    "ratio-28d": (60, 150),  # 30 < 48.384 < 60; 120 < 120.96 < 150
-    "latency-30d": (540, 1320),  # 510 < 518.4 < 540; 1290 < 1296 < 1320
-    "latency-28d": (510, 1230),  # 480 < 483.84 < 510; 1200 < 1209.6 < 1230
+    RATIO_30D: (60, 150),  # 30 < 51.84 < 60; 120 < 129.6 < 150
+    RATIO_28D: (60, 150),  # 30 < 48.384 < 60; 120 < 120.96 < 150
+    LATENCY_30D: (540, 1320),  # 510 < 518.4 < 540; 1290 < 1296 < 1320
+    LATENCY_28D: (510, 1230),  # 480 < 483.84 < 510; 1200 < 1209.6 < 1230
 }
 
-
-@pytest.mark.parametrize("v", VARIANTS, ids=IDS)
-def test_total_outage_pages_at_the_workbook_detection_time_rounded_up_to_the_grid(
-    v: Variant, in_tmp: Path
-) -> None:
-    detect = tuple(v.detection(tier, Fraction(1)) for tier in PAGE_TIERS)
-    assert detect == OUTAGE_DETECTION[v.key]
-    onsets = tuple(first_evaluation_after(d, STEP) for d in detect)
-    assert onsets == OUTAGE_ONSET[v.key]
-    start = 6 * HOUR  # clean history as long as the longest page window
-    phases = [Phase(start // STEP, 1000, 0), Phase(max(onsets) // STEP + 2, 1000, 1000)]
-    page = min(onsets)
-    checks = [
-        alert_is(v, start + page - STEP, PAGE, None),  # not one evaluation early
-        alert_is(v, start + page, PAGE, "firing"),
-    ]
-    for tier, onset in zip(PAGE_TIERS, onsets, strict=True):
-        checks.append(holds(start + onset - STEP, v.condition(tier), yes=False))
-        checks.append(holds(start + onset, v.condition(tier), yes=True))
-    rules = render(in_tmp, slo_entry(v, STEP))
-    # (the 3d/6h ticket may open first: its 3d window holds only these 6 hours of traffic)
-    alerts = [silent(start)]
-    promtool(rules, [v.rules], STEP, input_series(v, phases), checks, alerts)
-
-
-# --- 2. slow burn ----------------------------------------------------------------------------
-
-HISTORY_STEP = 5 * MINUTE  # every window recording sits on multiples of 5m (the base window)
-
-# (variant, burn rate, the ticket tiers' detection in seconds after the burn starts, or None
-# where the tier's burn rate is above the burn and it never holds)
-SLOW_BURNS = [
-    # 5x on 30d: 0.001 / 0.005 × 1d × 3 = 14.4h and 0.001 / 0.005 × 3d × 1 = 14.4h (Workbook:
-    # 3d × 1 / 5); 51840 s / 300 s = 172.8 evaluations → the 173rd, 14h25m. 5 < 6 < 14.4: no page.
-    (RATIO_30D, Fraction(5), (Fraction(51840), Fraction(51840)), 14 * HOUR + 25 * MINUTE),
-    # 2x on 28d: 1d/2h needs 2.8x, never; 3d/6h: 0.01 / 0.02 × 3d × 14/15 = 33.6h = 120960 s =
-    # 403.2 evaluations → the 404th, 33h40m. 2 < 5.6 < 13.44: no page.
-    (LATENCY_28D, Fraction(2), (None, Fraction(120960)), 33 * HOUR + 40 * MINUTE),
-]
-
-
-@pytest.mark.parametrize(
-    ("v", "burn", "detection", "ticket"),
-    SLOW_BURNS,
-    ids=[f"{b[0].key}-{b[1]}x" for b in SLOW_BURNS],
-)
-def test_slow_burn_opens_a_ticket_at_the_workbook_detection_time_and_never_pages(
-    v: Variant, burn: Fraction, detection: tuple[Fraction | None, ...], ticket: int, in_tmp: Path
-) -> None:
-    ratio = burn * v.budget
-    computed = tuple(
-        v.detection(tier, ratio) if v.burn_rate(tier) < burn else None for tier in TICKET_TIERS
-    )
-    assert computed == detection
-    onsets = [None if d is None else first_evaluation_after(d, HISTORY_STEP) for d in detection]
-    assert min(o for o in onsets if o is not None) == ticket
-    assert all(v.burn_rate(tier) > burn for tier in PAGE_TIERS)
-    n = 1000 if v.kind == "ratio" else 100
-    assert ratio * n == int(ratio * n)
-    start = 3 * DAY  # clean history as long as the longest ticket window
-    phases = [
-        Phase(start // HISTORY_STEP, n, 0),
-        Phase(ticket // HISTORY_STEP + 2, n, int(ratio * n)),
-    ]
-    end = seconds(phases, HISTORY_STEP)
-    checks = [
-        alert_is(v, start + ticket - HISTORY_STEP, TICKET, None),  # not one evaluation early
-        alert_is(v, start + ticket, TICKET, "firing"),
-        never_alerts(v, end, PAGE),
-    ]
-    for tier, onset in zip(TICKET_TIERS, onsets, strict=True):
-        if onset is None:
-            checks.append(holds(end, v.condition(tier), yes=False))
-            continue
-        checks.append(holds(start + onset - HISTORY_STEP, v.condition(tier), yes=False))
-        checks.append(holds(start + onset, v.condition(tier), yes=True))
-    rules = render(in_tmp, slo_entry(v, HISTORY_STEP))
-    alerts = [silent(start), silent(start + ticket - HISTORY_STEP)]
-    promtool(rules, [v.rules], HISTORY_STEP, input_series(v, phases), checks, alerts)
-
-
-# --- 3. recovery -----------------------------------------------------------------------------
+# Two outages per SLO, (seconds of total outage, seconds after it ends until the page
+# resolves): a short one that only the 1h/5m tier sees (longer than its detection time,
+# shorter than the 6h/30m tier's), and a long one that the 6h/30m tier sees too.
+#
+# Workbook reset time: a tier stops once its short window is clean, or rather once the errors
+# left in it are at most burn rate × (1 - SLO) × short window.
+OUTAGE_RESET = {
+    # 90 s: 14.4 × 0.001 × 300 s = 4.32 s; 4m30s after the end the 5m window still holds 30 s
+    # of errors, at 5m none. 600 s > 129.6 s: the 6h/30m tier holds until its 30m window
+    # holds at most 6 × 0.001 × 1800 s = 10.8 s: still 30 s at 29m30s, none at 30m.
+    RATIO_30D: ((90, 5 * MINUTE), (600, 30 * MINUTE)),
+    # the same on 28d: 13.44 × 0.001 × 300 s = 4.032 s; 5.6 × 0.001 × 1800 s = 10.08 s
+    RATIO_28D: ((90, 5 * MINUTE), (600, 30 * MINUTE)),
+    # 900 s: the 5m window falls to 14.4 × 0.01 × 300 s = 43.2 s of slow requests 256.8 s
+    # after the end, so the page resolves at 270 s, before the 5m window is clean. 1800 s >
+    # 1296 s: 6h/30m holds until its 30m window holds 6 × 0.01 × 1800 s = 108 s, 1692 s after.
+    LATENCY_30D: ((900, 270), (1800, 1710)),
+    # 28d: 13.44 × 0.01 × 300 s = 40.32 s (259.68 s after) and 5.6 × 0.01 × 1800 s = 100.8 s
+    # (1699.2 s after).
+    LATENCY_28D: ((900, 270), (1800, 1710)),
+}
 
 
 def page_holds(v: Variant, outage: int, at: int) -> bool:
@@ -477,57 +416,122 @@ def page_holds(v: Variant, outage: int, at: int) -> bool:
     return any(above(tier, tier.long) and above(tier, tier.short) for tier in PAGE_TIERS)
 
 
-# (variant, outage seconds, seconds after the errors stop at which the page resolves)
-RECOVERIES = {
+@pytest.mark.parametrize("v", VARIANTS, ids=IDS)
+def test_total_outage_pages_at_the_workbook_detection_time_and_resolves_at_its_reset_time(
+    v: Variant, in_tmp: Path
+) -> None:
+    detect = tuple(v.detection(tier, Fraction(1)) for tier in PAGE_TIERS)
+    assert detect == OUTAGE_DETECTION[v]
+    onsets = tuple(first_evaluation_after(d, STEP) for d in detect)
+    assert onsets == OUTAGE_ONSET[v]
+    page = min(onsets)
+    (short, short_reset), (long, long_reset) = OUTAGE_RESET[v]
+    assert onsets[0] < short < detect[1] < long
+
+    # One run, two regions (group_by): both start their outage after 6h of clean history (as
+    # long as the longest page window); region="short" and region="long" differ in its length.
+    start = 6 * HOUR
+    end = start + long + long_reset + 2 * STEP
+    checks: list[Check] = []
+    series: list[dict[str, str]] = []
+    for name, outage, reset in (("short", short, short_reset), ("long", long, long_reset)):
+        grid = range(0, end - start + STEP, STEP)
+        assert next(t for t in grid if page_holds(v, outage, t)) == page
+        resolved = next(t for t in grid if t > page and not page_holds(v, outage, t))
+        assert resolved == outage + reset
+        group = f', region="{name}"'
+        phases = [
+            Phase(start // STEP, 1000, 0),
+            Phase(outage // STEP, 1000, 1000),
+            Phase((end - start - outage) // STEP, 1000, 0),
+        ]
+        assert seconds(phases, STEP) == end
+        series += input_series(v, phases, group)
+        checks += [
+            alert_is(v, start + page - STEP, PAGE, None, group),  # not one evaluation early
+            alert_is(v, start + page, PAGE, "firing", group),
+            alert_is(v, start + outage + reset - STEP, PAGE, "firing", group),
+            alert_is(v, start + outage + reset, PAGE, None, group),
+        ]
+    # each page tier's own detection, on the long outage
+    for tier, onset in zip(PAGE_TIERS, onsets, strict=True):
+        checks.append(holds(start + onset - STEP, v.condition(tier, ', region="long"'), yes=False))
+        checks.append(holds(start + onset, v.condition(tier, ', region="long"'), yes=True))
+    checks.append(alert_is(v, end, PAGE, None))
+    rules = render(in_tmp, slo_entry(v, STEP, group_by=["region"]))
+    promtool(rules, [v.rules], STEP, series, checks, [silent(start)])
+
+
+# --- 2. slow burn ----------------------------------------------------------------------------
+
+HISTORY_STEP = 5 * MINUTE  # every window recording sits on multiples of 5m (the base window)
+
+
+@dataclass(frozen=True)
+class SlowBurn:
+    """A steady burn after 3 days of clean history, and when the Workbook says it is seen."""
+
+    burn: Fraction
+    detection: tuple[Fraction | None, ...]  # per ticket tier; None: its burn rate is higher
+    ticket: int  # seconds after the burn starts: the first evaluation after the detection
+
+
+SLOW_BURNS = {
     RATIO_30D: (
-        # 90 s < 129.6 s: only 1h/5m holds; 4m30s after, the 5m window still holds 30 s of
-        # errors (> 14.4 × 0.001 × 300 s = 4.32 s); at 5m it is clean: the Workbook reset time.
-        (90, 5 * MINUTE),
-        # 600 s > 129.6 s: 6h/30m holds too, until its 30m window holds at most
-        # 6 × 0.001 × 1800 s = 10.8 s of errors: 29m30s after it still holds 30 s, at 30m none.
-        (600, 30 * MINUTE),
+        # 5x: 0.001 / 0.005 × 1d × 3 = 14.4h and 0.001 / 0.005 × 3d × 1 = 14.4h (3d × 1 / 5);
+        # 51840 s / 300 s = 172.8 evaluations → the 173rd, 14h25m. 5 < 6 < 14.4: no page.
+        SlowBurn(Fraction(5), (Fraction(51840), Fraction(51840)), 14 * HOUR + 25 * MINUTE),
     ),
     LATENCY_28D: (
-        # 900 s < 1209.6 s: only 1h/5m; the 5m window falls to 13.44 × 0.01 × 300 s = 40.32 s of
-        # slow requests or less 259.68 s after they stop: the 270 s evaluation (not 5m).
-        (900, 270),
-        # 1800 s > 1209.6 s: 6h/30m holds (1800/21600 > 0.056) until the 30m window holds at most
-        # 5.6 × 0.01 × 1800 s = 100.8 s of slow requests, 1699.2 s after: the 1710 s evaluation.
-        (1800, 1710),
+        # 5x: 0.01 / 0.05 × 1d × 2.8 = 13.44h and × 3d × 14/15 = 13.44h = 48384 s → 161.28
+        # evaluations → the 162nd, 13h30m. 5 < 5.6 < 13.44: no page.
+        SlowBurn(Fraction(5), (Fraction(48384), Fraction(48384)), 13 * HOUR + 30 * MINUTE),
+        # 2x: 1d/2h needs 2.8x; 3d/6h: 3d × (14/15) / 2 = 33.6h = 120960 s → 403.2 → 33h40m.
+        SlowBurn(Fraction(2), (None, Fraction(120960)), 33 * HOUR + 40 * MINUTE),
     ),
 }
 
 
-@pytest.mark.parametrize("v", list(RECOVERIES), ids=[v.key for v in RECOVERIES])
-def test_page_resolves_at_the_workbook_reset_time_once_the_short_windows_are_clean(
+@pytest.mark.parametrize("v", list(SLOW_BURNS), ids=[v.key for v in SLOW_BURNS])
+def test_slow_burn_opens_a_ticket_at_the_workbook_detection_time_and_never_pages(
     v: Variant, in_tmp: Path
 ) -> None:
-    # Two regions (group_by) in one run: region="a" has the shorter outage, "b" the longer.
-    start = 6 * HOUR
-    checks: list[Check] = []
+    # One run, one region per burn rate (group_by), each after 3d of clean history (as long as
+    # the longest ticket window).
+    start = 3 * DAY
+    end = start + max(b.ticket for b in SLOW_BURNS[v]) + 2 * HISTORY_STEP
+    n = round(1 / v.budget)  # requests per scrape: 1000 (100), errors are whole numbers
+    checks: list[Check] = [never_alerts(v, end, PAGE)]
     series: list[dict[str, str]] = []
-    end = 0
-    for region, (outage, reset) in zip("ab", RECOVERIES[v], strict=True):
-        grid = range(0, outage + 2 * HOUR, STEP)
-        fired = next(t for t in grid if page_holds(v, outage, t))
-        resolved = next(t for t in grid if t > fired and not page_holds(v, outage, t))
-        assert resolved - outage == reset
-        group = f', region="{region}"'
+    for slow in SLOW_BURNS[v]:
+        ratio = slow.burn * v.budget
+        assert all(v.burn_rate(tier) > slow.burn for tier in PAGE_TIERS)
+        computed = tuple(
+            v.detection(tier, ratio) if v.burn_rate(tier) < slow.burn else None
+            for tier in TICKET_TIERS
+        )
+        assert computed == slow.detection
+        onsets = [None if d is None else first_evaluation_after(d, HISTORY_STEP) for d in computed]
+        assert min(o for o in onsets if o is not None) == slow.ticket
+        assert ratio * n == int(ratio * n)
+        group = f', region="burn{float(slow.burn):g}x"'
         phases = [
-            Phase(start // STEP, 1000, 0),
-            Phase(outage // STEP, 1000, 1000),
-            Phase((reset + 2 * STEP) // STEP, 1000, 0),
+            Phase(start // HISTORY_STEP, n, 0),
+            Phase((end - start) // HISTORY_STEP, n, int(ratio * n)),
         ]
         series += input_series(v, phases, group)
-        end = max(end, seconds(phases, STEP))
         checks += [
-            alert_is(v, start + fired, PAGE, "firing", group),
-            alert_is(v, start + outage + reset - STEP, PAGE, "firing", group),
-            alert_is(v, start + outage + reset, PAGE, None, group),
+            alert_is(v, start + slow.ticket - HISTORY_STEP, TICKET, None, group),  # not early
+            alert_is(v, start + slow.ticket, TICKET, "firing", group),
         ]
-    checks.append(alert_is(v, end, PAGE, None))
-    rules = render(in_tmp, slo_entry(v, STEP, group_by=["region"]))
-    promtool(rules, [v.rules], STEP, series, checks)
+        for tier, onset in zip(TICKET_TIERS, onsets, strict=True):
+            if onset is None:
+                checks.append(holds(end, v.condition(tier, group), yes=False))
+                continue
+            checks.append(holds(start + onset - HISTORY_STEP, v.condition(tier, group), yes=False))
+            checks.append(holds(start + onset, v.condition(tier, group), yes=True))
+    rules = render(in_tmp, slo_entry(v, HISTORY_STEP, group_by=["region"]))
+    promtool(rules, [v.rules], HISTORY_STEP, series, checks, [silent(start)])
 
 
 # --- 4. zero traffic -------------------------------------------------------------------------

@@ -195,7 +195,7 @@ def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str
         "{{ if gt $left 0.0 }}, exhausted in "
         f'{{{{ with query (printf "%v * {seconds} / %v" $left $value) }}}}'
         "{{ . | first | value | humanizeDuration }}{{ end }} at this rate"
-        "{{ else }}: exhausted{{ end }}.{{ end }}"
+        "{{ else }} (exhausted){{ end }}.{{ end }}"
     )
     out = [("summary", summary), ("description", description)]
     if slo.description:
