@@ -18,6 +18,12 @@ detection time. Every scenario is built so that no evaluation lands exactly on a
 Firing and pending are checked on ``ALERTS`` with a ``promql_expr_test`` (the annotations ask
 Prometheus for the budget left, so ``exp_alerts`` would pin the wording); ``alert_rule_test``
 checks the evaluations at which no alert at all may fire.
+
+Runtime: promtool evaluates every rule of the group at every step from 0 (a few ms per step
+for one SLO), so the multi-day histories step 5m (every window recording sits on multiples of
+the 5m base window, so the values at those times are the same), and scenarios that share a
+history run in one promtool test as separate ``group_by`` regions (an outage and its recovery,
+two burn rates).
 """
 
 from __future__ import annotations
@@ -79,10 +85,11 @@ class Variant:
 
     key: str
     kind: str  # "ratio" or "latency"
-    objective: str  # as written in the spec
+    objective: str | float  # as written in the spec
     budget: Fraction  # 1 - objective, the error budget as a ratio of events
     window_days: int
     le: str = "1"  # how the hand-written histogram spells its 1 s bucket bound
+    default_window: bool = False  # leave ``window`` out of the spec (rulegen's default: 30d)
 
     @property
     def slo(self) -> str:
@@ -127,8 +134,8 @@ class Variant:
         )
 
 
-RATIO_30D = Variant("ratio-30d", "ratio", "99.9%", Fraction(1, 1000), 30)
-RATIO_28D = Variant("ratio-28d", "ratio", "99.9%", Fraction(1, 1000), 28)
+RATIO_30D = Variant("ratio-30d", "ratio", "99.9%", Fraction(1, 1000), 30, default_window=True)
+RATIO_28D = Variant("ratio-28d", "ratio", 0.999, Fraction(1, 1000), 28)
 # Prometheus 2 keeps the Go exporter's le="1"; Prometheus 3 normalises it to le="1.0".
 LATENCY_30D = Variant("latency-30d", "latency", "99%", Fraction(1, 100), 30, le="1")
 LATENCY_28D = Variant("latency-28d", "latency", "99%", Fraction(1, 100), 28, le="1.0")
@@ -255,10 +262,10 @@ def slo_entry(
     alerting: dict[str, Any] = {"name": ALERT}
     if ticket_for is not None:
         alerting["for"] = {"ticket": ticket_for}
-    entry = {
+    entry: dict[str, Any] = {
         "name": v.slo,
         "objective": v.objective,
-        "window": f"{v.window_days}d",
+        **({} if v.default_window else {"window": f"{v.window_days}d"}),
         "evaluation_interval": dur(step),
         "sli": sli,
         "alerting": alerting,
@@ -554,13 +561,15 @@ def no_nan_or_inf(v: Variant, metric: str, end: int, step: int) -> Check:
 def test_zero_traffic_records_no_ratio_no_nan_no_alert_and_keeps_the_budget_left(
     v: Variant, in_tmp: Path
 ) -> None:
-    # 10m idle (counters flat at 0), 30m of traffic burning half the budget, then 25m idle.
+    # Scrapes every minute: 10m idle (counters flat at 0), 30m of traffic burning half the
+    # budget, then 25m idle.
+    step = MINUTE
     n = round(2 / v.budget)  # 1 error (or slow request) in 2000 (200) is half the budget
-    phases = [Phase(20, 0, 0), Phase(60, n, 1), Phase(50, 0, 0)]
-    idle, stop, end = 20 * STEP, 80 * STEP, seconds(phases, STEP)
-    # The SLO window holds all the traffic: 60 errors in 60 n requests; the budget left is
+    phases = [Phase(10, 0, 0), Phase(30, n, 1), Phase(25, 0, 0)]
+    idle, stop, end = 10 * step, 40 * step, seconds(phases, step)
+    # The SLO window holds all the traffic: 30 errors in 30 n requests; the budget left is
     # 1 - (errors / total) / (1 - SLO), in float64 as PromQL computes it.
-    ratio = 60 / (60 * n)
+    ratio = 30 / (30 * n)
     left = 1 - ratio / float(v.budget)
     assert left == pytest.approx(0.5)
     window = f"slo:sli_error:ratio_rate{v.window_days}d"
@@ -586,9 +595,9 @@ def test_zero_traffic_records_no_ratio_no_nan_no_alert_and_keeps_the_budget_left
         never_alerts(v, end, PAGE),
         never_alerts(v, end, TICKET),
     ]
-    rules = render(in_tmp, slo_entry(v, STEP))
-    checks += [no_nan_or_inf(v, name, end, STEP) for name in recordings(rules, v)]
-    promtool(rules, [v.rules], STEP, input_series(v, phases), checks, [silent(idle), silent(end)])
+    rules = render(in_tmp, slo_entry(v, step))
+    checks += [no_nan_or_inf(v, name, end, step) for name in recordings(rules, v)]
+    promtool(rules, [v.rules], step, input_series(v, phases), checks, [silent(idle), silent(end)])
 
 
 # --- 5. uneven traffic -----------------------------------------------------------------------
@@ -598,16 +607,18 @@ def test_zero_traffic_records_no_ratio_no_nan_no_alert_and_keeps_the_budget_left
 def test_window_error_ratio_is_traffic_weighted_not_the_mean_of_phase_ratios(
     v: Variant, in_tmp: Path
 ) -> None:
-    # 30m at 120 requests per scrape with 6 errors (5%), then 30m at 8 with 4 errors (50%).
-    phases = [Phase(60, 120, 6), Phase(60, 8, 4)]
+    # Scrapes every minute: 30m at 120 requests per scrape with 6 errors (5%), then 30m at 8
+    # requests with 4 errors (50%).
+    step = MINUTE
+    phases = [Phase(30, 120, 6), Phase(30, 8, 4)]
     busy, quiet = Fraction(6, 120), Fraction(4, 8)
-    # Over the whole hour: (60×6 + 60×4) / (60×120 + 60×8) = 600 / 7680 = 5/64 = 0.078125,
+    # Over the whole hour: (30×6 + 30×4) / (30×120 + 30×8) = 300 / 3840 = 5/64 = 0.078125,
     # exact in binary; the mean of the two phases' ratios, (5% + 50%) / 2, is 0.275.
-    weighted = Fraction(60 * 6 + 60 * 4, 60 * 120 + 60 * 8)
+    weighted = Fraction(30 * 6 + 30 * 4, 30 * 120 + 30 * 8)
     assert weighted == Fraction(5, 64)
     mean = (busy + quiet) / 2
     assert mean == Fraction(275, 1000) != weighted
-    end = seconds(phases, STEP)
+    end = seconds(phases, step)
     left = 1 - float(weighted) / float(v.budget)
 
     def ratio(window: str) -> str:
@@ -615,20 +626,25 @@ def test_window_error_ratio_is_traffic_weighted_not_the_mean_of_phase_ratios(
 
     own = f'{{service="{SERVICE}", slo="{v.slo}"}}'
     budget_left = v.own("slo:error_budget_remaining:ratio")
+    burn = v.own("slo:current_burn_rate:ratio")
+    objective = v.own("slo:objective:ratio")
     checks = [
         # the first 30m window holds only the busy phase, the last one only the quiet phase
         expr(30 * MINUTE, ratio("30m"), (ratio("30m"), float(busy))),
         expr(end, ratio("30m"), (ratio("30m"), float(quiet))),
-        # the middle 30m: 30 scrapes of each, (30×6 + 30×4) / (30×120 + 30×8) = 5/64 again
+        # the middle 30m: 15 scrapes of each, (15×6 + 15×4) / (15×120 + 15×8) = 5/64 again
         expr(45 * MINUTE, ratio("30m"), (ratio("30m"), float(weighted))),
         expr(end, ratio("1h"), (ratio("1h"), float(weighted))),
         expr(end, f"{ratio('1h')} == bool {float(mean)}", (own, 0.0)),
         expr(end, ratio("6h"), (ratio("6h"), float(weighted))),
         expr(end, ratio(f"{v.window_days}d"), (ratio(f"{v.window_days}d"), float(weighted))),
         expr(end, budget_left, (budget_left, left)),
+        # the current burn rate is the 5m window's (the quiet phase) over the budget
+        expr(end, burn, (burn, float(quiet) / float(v.budget))),
+        expr(end, objective, (objective, float(1 - v.budget))),
     ]
-    rules = render(in_tmp, slo_entry(v, STEP))
-    promtool(rules, [v.rules], STEP, input_series(v, phases), checks)
+    rules = render(in_tmp, slo_entry(v, step))
+    promtool(rules, [v.rules], step, input_series(v, phases), checks)
 
 
 # --- 6. the 28-day burn rates ----------------------------------------------------------------
@@ -674,7 +690,11 @@ def test_3d_6h_ticket_tier_flips_between_a_093_and_a_095_burn_on_28d_only(
         fires = Fraction(burn, 100) > v.burn_rate(three_days)
         assert fires == (burn == 95 and v.window_days == 28)
         series += input_series(v, steady, group)
+        three_day_ratio = v.own("slo:sli_error:ratio_rate3d", group)
+        scrapes = at // HISTORY_STEP
         checks += [
+            # the 3d window holds every scrape so far; its labels are service, slo and region
+            expr(at, three_day_ratio, (three_day_ratio, (scrapes * burn) / (scrapes * n))),
             holds(at, v.condition(three_days, group), yes=fires),
             holds(at, v.condition(TICKET_TIERS[0], group), yes=False),  # 1d/2h needs 2.8 or 3
             alert_is(v, at, TICKET, "firing" if fires else None, group),

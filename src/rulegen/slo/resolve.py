@@ -338,11 +338,20 @@ def _custom_tiers(col: Collector, path: PathKey) -> bool:
     return col.positions.has((*path, "tiers"))
 
 
+DEFAULT_BASE = Decimal(300)
+
+
 def windows_of(slo: ResolvedSLO) -> tuple[Decimal, ...]:
-    """Every window an SLO's rules read: the tiers' long and short windows and the SLO window."""
+    """Every window an SLO's rules read: the tiers' long and short windows and the SLO window.
+
+    Without alerts, the SLO window is still built from 5-minute recordings when it can be, so
+    an SLI-only SLO does not scan 30 days of raw samples at every evaluation.
+    """
     found = {slo.window}
     for tier in slo.tiers:
         found.update((tier.long, tier.short))
+    if len(found) == 1 and not slo.window % DEFAULT_BASE and not DEFAULT_BASE % slo.evaluation:
+        found.add(DEFAULT_BASE)
     return tuple(sorted(found))
 
 
