@@ -616,6 +616,41 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "an errors selector that total never selects is rejected at errors",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99.9%
+                sli:
+                  ratio:
+                    errors: 'http_requests_total{code="500"}'
+                    total: 'http_requests_total{code="200"}'
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:17: slos[0].sli.ratio.errors: selects no event of total "
+            '(http_requests_total{code="200"}): errors must be a subset of total'
+        ),
+    ),
+    Case(
+        "a min_traffic beyond a million requests per second is rejected",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99.9%
+                sli:
+                  ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
+                alerting: {min_traffic: 1e10}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:29: slos[0].alerting.min_traffic: must be between 0 and 1000000 "
+            "requests per second (got '1e10')"
+        ),
+    ),
+    Case(
         "an unknown tier alert (sms) is rejected with the allowed values",
         spec="""
             version: 1
@@ -840,7 +875,7 @@ CASES: list[Case] = [
                   min_traffic: -1
             """,
         stderr=spec_errors(
-            "specs/web.yaml:9:20: slos[0].alerting.min_traffic: must be between 0 and 1e12 "
+            "specs/web.yaml:9:20: slos[0].alerting.min_traffic: must be between 0 and 1000000 "
             "requests per second (got -1)"
         ),
     ),

@@ -275,3 +275,54 @@ def le_matcher(bound: Decimal) -> Matcher:
     if len(spellings) == 1:
         return Matcher("le", "=", spellings[0])
     return Matcher("le", "=~", "|".join(re.sub(r"([.+])", r"\\\1", s) for s in spellings))
+
+
+_COMMON_VALUES = ("OK", "200", "ok", "success", "2xx", "rulegen-good", "0", "a")
+
+
+def accepts(matcher: Matcher, value: str) -> bool:
+    """Whether ``matcher`` selects a series whose label has ``value`` ("" = label absent)."""
+    if matcher.op == "=":
+        return value == matcher.value
+    if matcher.op == "!=":
+        return value != matcher.value
+    found = full_match(matcher.value, value)
+    return found if matcher.op == "=~" else not found
+
+
+def _candidates(matchers: list[Matcher]) -> list[str]:
+    out: list[str] = []
+    for m in matchers:
+        if m.op == "=":
+            out.append(m.value)
+        elif m.op == "=~" and (example := regex_example(m.value)) is not None:
+            out.append(example)
+    return [*out, "rulegen-test", *_COMMON_VALUES]
+
+
+def satisfy(matchers: tuple[Matcher, ...], labels: dict[str, str]) -> dict[str, str]:
+    """``labels`` completed so that every matcher accepts them; ``ValueError`` when no value
+    can be found for some label."""
+    labels = dict(labels)
+    for name in sorted({m.name for m in matchers}):
+        own = [m for m in matchers if m.name == name]
+        if all(accepts(m, labels.get(name, "")) for m in own):
+            continue
+        chosen = next((v for v in _candidates(own) if all(accepts(m, v) for m in own)), None)
+        if chosen is None:
+            raise ValueError(f"no series matches {', '.join(m.render() for m in own)}")
+        labels[name] = chosen
+    return {k: v for k, v in labels.items() if v != ""}
+
+
+def refused(
+    refusing: tuple[Matcher, ...], accepting: tuple[Matcher, ...], labels: dict[str, str]
+) -> dict[str, str] | None:
+    """``labels`` changed on one label so that ``accepting`` still selects the series and
+    ``refusing`` does not (a successful event beside an error), or ``None``."""
+    for matcher in refusing:
+        on_label = [m for m in accepting if m.name == matcher.name]
+        for value in _candidates(on_label):
+            if not accepts(matcher, value) and all(accepts(m, value) for m in on_label):
+                return {k: v for k, v in {**labels, matcher.name: value}.items() if v != ""}
+    return None

@@ -34,6 +34,7 @@ DEFAULT_TIERS = (
     ("3d", "6h", "10%", TICKET),
 )
 MAX_SLO_WINDOW = Decimal(365 * 86400)
+MAX_MIN_TRAFFIC = Decimal(10) ** 6
 RESERVED_GROUP_BY = frozenset({"service", "slo", "severity", "alertname", "alertstate", "le"})
 OBJECTIVE_HINT = "must be a percentage like 99.9% or a ratio like 0.999"
 
@@ -140,7 +141,13 @@ def _sli(col: Collector, path: PathKey, sli: Any, catalog: Catalog) -> RatioSLI 
     if sli.ratio is not None:
         errors = _selector(col, (*path, "ratio", "errors"), sli.ratio.errors)
         total = _selector(col, (*path, "ratio", "total"), sli.ratio.total)
-        return RatioSLI(errors, total) if errors and total else None
+        if errors is None or total is None:
+            return None
+        problem = _subset_problem(errors, total)
+        if problem is not None:
+            col.error((*path, "ratio", "errors"), problem)
+            return None
+        return RatioSLI(errors, total)
     return _latency(col, (*path, "latency"), sli.latency, catalog)
 
 
@@ -151,6 +158,19 @@ def _selector(col: Collector, path: PathKey, text: str) -> Selector | None:
         col.error(path, str(exc))
         return None
     return Selector(metric, matchers)
+
+
+def _subset_problem(errors: Selector, total: Selector) -> str | None:
+    """Errors of the same metric must be some, not none and not all, of total's series."""
+    if errors.metric != total.metric:
+        return None
+    try:
+        bad = promql.satisfy((*errors.matchers, *total.matchers), {})
+    except ValueError:
+        return f"selects no event of total ({total.render()}): errors must be a subset of total"
+    if promql.refused(errors.matchers, total.matchers, bad) is None:
+        return f"selects every event of total ({total.render()}): no event could ever count as good"
+    return None
 
 
 def _latency(col: Collector, path: PathKey, spec: Any, catalog: Catalog) -> LatencySLI | None:
@@ -238,8 +258,8 @@ def _min_traffic(col: Collector, path: PathKey, raw: object) -> Decimal | None:
     except units.UnitError:
         col.error(path, f"must be a number of requests per second like 0.1 (got {raw!r})")
         return None
-    if value < 0 or value > Decimal(10) ** 12:
-        col.error(path, f"must be between 0 and 1e12 requests per second (got {raw!r})")
+    if value < 0 or value > MAX_MIN_TRAFFIC:
+        col.error(path, f"must be between 0 and 1000000 requests per second (got {raw!r})")
         return None
     return value
 
@@ -255,7 +275,7 @@ def _tiers(
     )
     out: list[Tier] = []
     for index, (long_text, short_text, budget_text, alert) in enumerate(raw):
-        where: PathKey = (*path, "tiers", index) if slo.tiers else (*path, "window")
+        where: PathKey = (*path, "tiers", index) if slo.tiers else _default_tier_path(col, path)
         name = f"tiers[{index}]" if slo.tiers else f"default tier {long_text}/{short_text}"
         long = duration(col, (*where, "long") if slo.tiers else where, long_text, positive=True)
         short = duration(col, (*where, "short") if slo.tiers else where, short_text, positive=True)
@@ -281,11 +301,25 @@ def _tiers(
                 f"{name} ({budget_text} of the budget in {long_text}) can never fire: its error "
                 f"ratio threshold {format_fraction(factor)} × {units.literal(1 - objective)} is "
                 f"{format_fraction(factor * Fraction(1 - objective))}, at least 100% of events; "
-                f"lower the objective or the budget share, or disable alerting.{alert}",
+                f"raise the objective or lower the budget share, or disable alerting.{alert}",
             )
             continue
         out.append(Tier(index, long, short, share, alert, factor, col.origin(where)))
     return tuple(out)
+
+
+def _default_tier_path(col: Collector, path: PathKey) -> PathKey:
+    """Errors of a default tier point at the window the spec wrote, else at the SLO itself."""
+    return (*path, "window") if col.positions.has((*path, "window")) else path
+
+
+def _interval_path(col: Collector, path: PathKey) -> PathKey:
+    """Where the evaluation interval of an SLO was written: its own, the spec's, or nowhere."""
+    if col.positions.has((*path, "evaluation_interval")):
+        return (*path, "evaluation_interval")
+    if col.positions.has(("evaluation_interval",)):
+        return ("evaluation_interval",)
+    return path
 
 
 def _budget_share(col: Collector, path: PathKey, raw: object) -> Decimal | None:
@@ -307,31 +341,36 @@ def _check_grid(col: Collector, path: PathKey, slo: ResolvedSLO) -> None:
     for tier in slo.tiers:
         for key, seconds in (("long", tier.long), ("short", tier.short)):
             if seconds % slo.evaluation:
-                where = (
-                    (*path, "tiers", tier.index, key)
-                    if _custom_tiers(col, path)
-                    else (*path, "window")
-                )
+                custom = _custom_tiers(col, path)
+                where = (*path, "tiers", tier.index, key) if custom else _interval_path(col, path)
+                name = "" if custom else f"default tier {_tier_name(tier)}: "
+                interval = units.format_duration(slo.evaluation)
                 col.error(
                     where,
-                    f"{units.format_duration(seconds)} is not a multiple of evaluation_interval "
-                    f"{units.format_duration(slo.evaluation)}; SLO windows are sums of recordings "
+                    f"{name}{units.format_duration(seconds)} is not a multiple of "
+                    f"evaluation_interval {interval}; SLO windows are sums of recordings "
                     "read at offsets, which must fall on evaluations",
                 )
                 return
     if slo.window % slo.evaluation:
         col.error(
-            (*path, "window"),
+            (*path, "window")
+            if col.positions.has((*path, "window"))
+            else _interval_path(col, path),
             f"must be a multiple of evaluation_interval {units.format_duration(slo.evaluation)}",
         )
         return
     if base < 2 * slo.scrape:
         col.error(
-            (*path, "window") if not _custom_tiers(col, path) else (*path, "tiers"),
+            (*path, "tiers") if _custom_tiers(col, path) else _default_tier_path(col, path),
             f"the windows' common step {units.format_duration(base)} (their greatest common "
             f"divisor) holds fewer than two scrapes at scrape_interval "
             f"{units.format_duration(slo.scrape)}; make the windows multiples of a longer step",
         )
+
+
+def _tier_name(tier: Tier) -> str:
+    return f"{units.format_duration(tier.long)}/{units.format_duration(tier.short)}"
 
 
 def _custom_tiers(col: Collector, path: PathKey) -> bool:

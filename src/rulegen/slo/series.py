@@ -6,7 +6,7 @@ Why: a test is only as good as its series; these are built from the selectors th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from rulegen import promql
 from rulegen.model import InputSeries
@@ -16,9 +16,6 @@ from rulegen.slo.simulate import Traffic
 
 class SLOTestError(ValueError):
     """No test can be built for an SLO (selectors no series can satisfy, no room for a burn)."""
-
-
-_GOOD_VALUES = ("OK", "200", "ok", "success", "2xx", "rulegen-good", "0", "a")
 
 
 class SeriesMaker:
@@ -47,7 +44,7 @@ class SeriesMaker:
     ) -> tuple[InputSeries, ...]:
         bad = _satisfy((*sli.errors.matchers, *sli.total.matchers), dict(self.group))
         if sli.errors.metric == sli.total.metric:
-            if not all(_accepts(m, bad.get(m.name, "")) for m in sli.total.matchers):
+            if not all(promql.accepts(m, bad.get(m.name, "")) for m in sli.total.matchers):
                 raise SLOTestError("no series matches both the errors and the total selector")
             ok = _good_labels(sli, bad)
             return (
@@ -95,48 +92,19 @@ def _selector_matchers(slo: ResolvedSLO) -> tuple[promql.Matcher, ...]:
     return (*sli.errors.matchers, *sli.total.matchers)
 
 
-def _accepts(matcher: promql.Matcher, value: str) -> bool:
-    if matcher.op == "=":
-        return value == matcher.value
-    if matcher.op == "!=":
-        return value != matcher.value
-    found = promql.full_match(matcher.value, value)
-    return found if matcher.op == "=~" else not found
-
-
-def _candidates(matchers: Iterable[promql.Matcher]) -> list[str]:
-    out: list[str] = []
-    for m in matchers:
-        if m.op == "=":
-            out.append(m.value)
-        elif m.op == "=~" and (example := promql.regex_example(m.value)) is not None:
-            out.append(example)
-    return [*out, "rulegen-test", *_GOOD_VALUES]
-
-
 def _satisfy(matchers: tuple[promql.Matcher, ...], labels: dict[str, str]) -> dict[str, str]:
-    """``labels`` completed so that every matcher accepts them."""
-    for name in sorted({m.name for m in matchers}):
-        own = [m for m in matchers if m.name == name]
-        if all(_accepts(m, labels.get(name, "")) for m in own):
-            continue
-        chosen = next((v for v in _candidates(own) if all(_accepts(m, v) for m in own)), None)
-        if chosen is None:
-            shown = ", ".join(m.render() for m in own)
-            raise SLOTestError(f"cannot build a test series that matches {shown}")
-        labels[name] = chosen
-    return {k: v for k, v in labels.items() if v != ""}
+    try:
+        return promql.satisfy(matchers, labels)
+    except ValueError as exc:
+        raise SLOTestError(f"cannot build a test series: {exc}") from None
 
 
 def _good_labels(sli: RatioSLI, bad: dict[str, str]) -> dict[str, str]:
     """Labels of successful events: accepted by the total selector, refused by the errors one."""
-    for matcher in sli.errors.matchers:
-        on_total = [m for m in sli.total.matchers if m.name == matcher.name]
-        for value in _candidates(on_total):
-            if not _accepts(matcher, value) and all(_accepts(m, value) for m in on_total):
-                return {k: v for k, v in {**bad, matcher.name: value}.items() if v != ""}
-    raise SLOTestError("cannot build a successful-event series: no label value that the total "
-                       "selector accepts and the errors selector refuses")  # fmt: skip
+    good = promql.refused(sli.errors.matchers, sli.total.matchers, bad)
+    if good is None:
+        raise SLOTestError("no label value that the total selector accepts and errors refuses")
+    return good
 
 
 def _selector(name: str, labels: Mapping[str, str]) -> str:
