@@ -10,7 +10,9 @@ promtool runs are the cost (seconds each), so every run of the module is made on
 time, in a module fixture; a run stops at the first test file that fails (``promtool test rules
 a b`` fails as soon as either does).
 
-Cases marked ``NOT CAUGHT`` fail today: they are gaps of the generated tests, kept on purpose.
+The factor and min_traffic edits were once missed (tier checks re-rendered the condition instead
+of reading the alert rule; no scenario sat near min_traffic); the generated tests now fire each
+alert through one tier alone and run outages just below and above min_traffic.
 """
 
 from __future__ import annotations
@@ -111,11 +113,8 @@ GUARD_5M = f"(slo:sli_total:increase5m{{{CHECKOUT}}} > 0)"
 # fmt: off
 MUTATIONS = [
     # ratio SLO: checkout, 99.9% over 30d, default tiers, ticket for: 5m
-    # NOT CAUGHT (the three factor edits): each tier check of the tests re-renders the tier's
-    # condition (`count(... > 14.4 ...)`) instead of reading the alert rule, and the ALERTS
-    # checks cannot tell: a total outage is 16.7x in 1h after one minute (above 14.4 and 15),
-    # the first page tier hides the second (`or`), and under a steady slow burn both ticket
-    # tiers (10% of the budget each) cross at the same evaluation, so either one hides the other.
+    # Caught by the "fires through tier … alone" scenarios: a burn just above one tier's factor
+    # and below the next, so the alert's firing time depends on that tier alone.
     Mutation("page factor 14.4 -> 15 (tier 1h/5m)", "checkout", "page", "> 14.4\n", "> 15\n", 2),
     Mutation("page factor 6 -> 6.6 (tier 6h/30m)", "checkout", "page", "> 6\n", "> 6.6\n", 2),
     Mutation("ticket factor 1 -> 1.2 (tier 3d/6h)", "checkout", "ticket", "> 1\n", "> 1.2\n", 2),
@@ -135,8 +134,7 @@ MUTATIONS = [
     Mutation("ticket alert: for 5m -> 10m", "checkout", "ticket",
              "    for: 5m\n", "    for: 10m\n"),
     # latency SLO: search, 99% over 28d, group_by region, min_traffic 0.1
-    # NOT CAUGHT (min_traffic): every scenario runs at 1000 events a minute (16.7/s); none sits
-    # near the threshold, so its value (and even the guard itself) goes untested.
+    # Caught by the outages just below and just above min_traffic.
     Mutation("min_traffic 0.1 -> 1 req/s in every tier", "search", "alerts",
              ">= 0.1\n", ">= 1\n", 3),
     Mutation("SLI bucket le 0.25 -> 0.5", "search", "recordings", 'le="0.25"', 'le="0.5"'),

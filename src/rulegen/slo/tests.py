@@ -15,18 +15,30 @@ from math import ceil, floor
 
 from rulegen import promql, units
 from rulegen.model import ExprCheck, TestCase
+from rulegen.slo.isolation import alone, isolate
 from rulegen.slo.model import PAGE, TICKET, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, windows_of
 from rulegen.slo.rules import (
     BUDGET_LEFT,
     CURRENT_BURN,
+    OBJECTIVE,
     RATIO,
     current_window,
     tier_condition,
     window_name,
 )
 from rulegen.slo.series import SeriesMaker, SLOTestError
-from rulegen.slo.simulate import Phase, Traffic, alert_timeline, evaluations, onset, tier_holds
+from rulegen.slo.simulate import (
+    Phase,
+    Traffic,
+    alert_timeline,
+    evaluations,
+    onset,
+    tier_holds,
+)
+from rulegen.slo.simulate import (
+    ratio as window_ratio,
+)
 
 
 def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, ...]]:
@@ -39,14 +51,73 @@ def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, .
     alerts = {a.key: a for a in slo.alerts}
     if PAGE in alerts:
         cases.append(_outage(slo, alerts[PAGE], series))
+    slow_tier: Tier | None = None
     if TICKET in alerts:
         slow = _slow_burn(slo, alerts[TICKET], alerts.get(PAGE), series)
         if slow is not None:
-            history.append(slow)
+            history.append(slow[0])
+            slow_tier = slow[1]
+    for alert in slo.alerts:
+        for tier in alert.tiers:
+            if tier == slow_tier:
+                continue  # the slow burn already fires the ticket through it alone
+            alone = _tier_alone(slo, alert, tier, series)
+            if alone is not None:
+                (cases if alone.interval == _t(slo.evaluation) else history).append(alone)
     for tier in slo.tiers:
         cases.extend(_edges(slo, tier, series))
+    if slo.min_traffic is not None and slo.alerts:
+        cases.extend(_min_traffic(slo, slo.alerts[0], series))
     cases.append(_zero_traffic(slo, series))
     return tuple(cases), tuple(history)
+
+
+def _tier_alone(
+    slo: ResolvedSLO, alert: SLOAlert, tier: Tier, series: SeriesMaker
+) -> TestCase | None:
+    """A burn just above this tier's factor (and below the next) fires the alert through this
+    tier alone, at the predicted evaluation: a factor or window changed in the alert rule
+    moves that evaluation."""
+    coarse = history_step(slo)
+    step = slo.evaluation if coarse / tier.long > Decimal("0.02") else coarse
+    found = isolate(slo, alert, tier, step, lambda ratio: _scale(slo, step, ratio))
+    if found is None:
+        return None
+    burn = units.literal(found.burn)
+    checks = _starts(
+        series, alert, found.fires, step, f"a {burn}x burn from {_t(found.burn_start)}"
+    )
+    checks.append(_tier_holds_at(slo, tier, found.fires, True, "this tier holds"))
+    name = f"{slo.name}: the {alert.key} fires through tier {_name(tier)} alone at a {burn}x burn"
+    return _case(name, found.traffic, series, checks)
+
+
+def _min_traffic(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> list[TestCase]:
+    """A total outage below min_traffic never fires; just above it, it does."""
+    assert slo.min_traffic is not None
+    e = slo.evaluation
+    per_step = Fraction(slo.min_traffic) * Fraction(e)
+    below, above = floor(per_step * Fraction(95, 100)), ceil(per_step * Fraction(105, 100))
+    if below < 1:
+        return []
+    warmup = max(t.short for t in alert.tiers) + 2 * e
+    steps = _steps(e, warmup + max(t.short for t in alert.tiers))
+    out = []
+    for label, count in (("below", below), ("above", above)):
+        traffic = Traffic.of(e, [Phase(steps, count, count)])
+        fired = alert_timeline(slo, alert, traffic).first_firing()
+        rate = f"{float(Fraction(count) / Fraction(e)):g} requests/s"
+        if label == "below":
+            if fired is not None:
+                raise AssertionError(f"{slo.name}: an outage below min_traffic fires")
+            checks = [_alert_at(series, alert, traffic.end, None, f"only {rate}: no alert")]
+        else:
+            if fired is None:
+                raise AssertionError(f"{slo.name}: an outage above min_traffic never fires")
+            checks = _starts(series, alert, fired, e, f"{rate}, all failing")
+        name = f"{slo.name}: a total outage just {label} min_traffic ({rate})"
+        out.append(_case(name, traffic, series, checks))
+    return out
 
 
 def history_step(slo: ResolvedSLO) -> Decimal:
@@ -170,8 +241,10 @@ def _outage(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> TestCase:
 
 def _slow_burn(
     slo: ResolvedSLO, ticket: SLOAlert, page: SLOAlert | None, series: SeriesMaker
-) -> TestCase | None:
-    """Clean history as long as the longest ticket window, then a burn no page tier reacts to."""
+) -> tuple[TestCase, Tier | None] | None:
+    """Clean history as long as the longest ticket window, then a burn that only the ticket
+    tier with the lowest factor reacts to (no page tier, no other ticket tier); returns the
+    test and that tier when the model shows it fires alone."""
     burn = _slow_rate(ticket, page)
     if burn is None:
         return None
@@ -190,20 +263,23 @@ def _slow_burn(
     checks = _starts(series, ticket, fired, e, f"a {rate}x burn from {_t(history)} opens a ticket")
     for tier in ticket.tiers:
         checks += _tier_onset(slo, tier, traffic, history, f"holds under a {rate}x burn")
+    lowest = min(ticket.tiers, key=lambda t: t.factor)
+    isolated = lowest if alone(slo, ticket, lowest, traffic, fired) else None
     if page is not None:
         checks += [_alert_at(series, page, at, None, "no page") for at in (fired, traffic.end)]
         if any(tier_holds(slo, t, traffic, at) for t in page.tiers for at in evaluations(traffic)):
             raise AssertionError(f"{slo.name}: a page tier holds in the slow burn")
-    return _case(
-        f"{slo.name}: a {rate}x slow burn opens a ticket, no page", traffic, series, checks
-    )
+    name = f"{slo.name}: a {rate}x slow burn opens a ticket, no page"
+    return _case(name, traffic, series, checks), isolated
 
 
 def _slow_rate(ticket: SLOAlert, page: SLOAlert | None) -> Decimal | None:
-    """A round burn rate above the lowest ticket factor and below the lowest page factor."""
-    low = min(t.factor for t in ticket.tiers) * Fraction(21, 20)
-    high = min((t.factor for t in page.tiers), default=None) if page else None
-    target = low * 2 if high is None else high * Fraction(19, 20)
+    """A round burn rate above the lowest ticket factor, below the next ticket factor and
+    below the lowest page factor: a slow burn that only one ticket tier notices."""
+    factors = sorted({t.factor for t in ticket.tiers})
+    low = factors[0] * Fraction(21, 20)
+    caps = [*factors[1:], *(t.factor for t in page.tiers)] if page else factors[1:]
+    target = low * 2 if not caps else min(caps) * Fraction(19, 20)
     if target <= low:
         return None
     for digits in range(2, 6):
@@ -276,6 +352,27 @@ def _zero_traffic(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
     return _case(
         f"{slo.name}: zero traffic stays silent and keeps the budget", traffic, series, checks
     )
+
+
+def _values_at(
+    slo: ResolvedSLO, series: SeriesMaker, traffic: Traffic, at: Decimal
+) -> list[ExprCheck]:
+    """Budget left, current burn rate and objective at ``at``, to the last bit (the same float
+    operations as PromQL, so ``0.001`` written as ``0.002`` or a wrong window shows)."""
+    budget = float(units.literal(slo.budget))
+    whole = window_ratio(traffic, at, slo.window)
+    current = window_ratio(traffic, at, current_window(slo))
+    if whole is None or current is None:
+        raise AssertionError(f"{slo.name}: no traffic where the budget is checked")
+    own, labels = _identity(slo), series.own_labels()
+    left, burn = repr(1 - whole / budget), repr(current / budget)
+    return [
+        ExprCheck(_t(at), BUDGET_LEFT + own, ((BUDGET_LEFT + labels, left),), "budget left"),
+        ExprCheck(_t(at), CURRENT_BURN + own, ((CURRENT_BURN + labels, burn),), "current burn"),
+        ExprCheck(
+            _t(at), OBJECTIVE + own, ((OBJECTIVE + own, units.literal(slo.objective)),), "objective"
+        ),
+    ]
 
 
 def _case(name: str, traffic: Traffic, series: SeriesMaker, checks: list[ExprCheck]) -> TestCase:
