@@ -108,6 +108,7 @@ TERM_1H = (
     "\n        or\n        label_replace(slo:sli_errors:increase30m"
     f'{{{CHECKOUT}}} offset 30m, "slo_term", "1", "", "")'
 )
+SEARCH = 'service="shop", slo="search"'
 GUARD_5M = f"(slo:sli_total:increase5m{{{CHECKOUT}}} > 0)"
 
 # fmt: off
@@ -138,6 +139,12 @@ MUTATIONS = [
     Mutation("min_traffic 0.1 -> 1 req/s in every tier", "search", "alerts",
              ">= 0.1\n", ">= 1\n", 3),
     Mutation("SLI bucket le 0.25 -> 0.5", "search", "recordings", 'le="0.25"', 'le="0.5"'),
+    Mutation("budget left divides by 0.02 instead of 0.01", "search", "recordings",
+             f"ratio_rate28d{{{SEARCH}}} / 0.01\n", f"ratio_rate28d{{{SEARCH}}} / 0.02\n"),
+    Mutation("current burn rate divides by 0.02 instead of 0.01", "search", "recordings",
+             f"ratio_rate5m{{{SEARCH}}} / 0.01\n", f"ratio_rate5m{{{SEARCH}}} / 0.02\n"),
+    Mutation("objective recorded as 0.999 instead of 0.99", "search", "recordings",
+             "vector(0.99)", "vector(0.999)"),
 ]
 # fmt: on
 

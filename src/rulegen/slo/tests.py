@@ -344,6 +344,7 @@ def _zero_traffic(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
             ((series.own_labels(), "0"),),
             "traffic stopped: the error budget left is unchanged",
         ),
+        *_values_at(slo, series, traffic, stop),
     ]
     for alert in slo.alerts:
         checks += [
