@@ -35,13 +35,14 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: 
     result = cli("build")
     assert result.code == 0, result.err
     assert "promtool test rules: 6 file(s) passed" in result.out
+    assert "amtool routing tests: 28 passed" in result.out
     assert _snapshot(in_tmp / "rules") == committed
 
 
 def test_check_is_green_on_a_clean_tree(in_tmp: Path, cli: Cli) -> None:
     _copy_example(in_tmp)
     result = cli("build", "--check")
-    assert (result.code, result.out.strip()) == (0, "rules: up to date (9 files)")
+    assert (result.code, result.out.strip()) == (0, "rules: up to date (11 files)")
 
 
 def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: Cli) -> None:

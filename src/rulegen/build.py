@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,9 @@ from rulegen.output import dump_yaml
 from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
 from rulegen.resolve import ResolvedSpec, build_groups, resolve_spec
+from rulegen.routing import output as routing_files
+from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
+from rulegen.routing.output import routing_output
 from rulegen.slo.rules import slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.tests import history_step, slo_tests
@@ -32,7 +35,7 @@ from rulegen.spec.models import spec_model
 from rulegen.synth import build_tests
 from rulegen.validate import promtool
 
-OWNED = ("prometheus", "tests")
+OWNED = ("prometheus", "tests", "alertmanager")
 # promtool evaluates every rule of the file at every step of every test: about a million rule
 # evaluations a minute on one core; this keeps a build well inside promtool's timeout.
 MAX_TEST_COST = 5_000_000
@@ -52,6 +55,10 @@ class BuildResult:
 
     services: list[ServiceOutput]
     files: dict[str, str] = field(default_factory=dict)
+    routing_cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = field(
+        default_factory=list
+    )
+    reports: list[str] = field(default_factory=list)
 
     def test_cost(self, name: str) -> int:
         """Rule evaluations promtool will do for a test file (0 for a user's own tests)."""
@@ -102,11 +109,25 @@ def discover(paths: Sequence[Path]) -> SpecInputs:
     return SpecInputs(tuple(dict.fromkeys(specs)), tuple(user_tests))
 
 
+@dataclass
+class Loaded:
+    """Every input file, resolved: the service specs and the one routing section."""
+
+    specs: list[ResolvedSpec]
+    routing: LoadedRouting | None = None
+
+
 def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
-    """Load, check and resolve every spec; all errors of all files are raised together."""
+    """Load, check and resolve every service spec (a routing file is checked, then skipped)."""
+    return load_inputs(files, catalog).specs
+
+
+def load_inputs(files: Sequence[Path], catalog: Catalog) -> Loaded:
+    """Load, check and resolve every input file; all errors of all files are raised together."""
     model = spec_model(catalog)
     diagnostics: list[Diagnostic] = []
     resolved: list[ResolvedSpec] = []
+    routing: LoadedRouting | None = None
     services: dict[str, str] = {}
     for path in files:
         name = display(path)
@@ -117,6 +138,11 @@ def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
             continue
         if not isinstance(doc.data, dict):
             diagnostics.append(doc.positions.diag((), "a spec must be a YAML mapping"))
+            continue
+        if is_routing_file(doc.data):
+            found, problems = load_routing(path, doc, routing)
+            diagnostics.extend(problems)
+            routing = routing or found
             continue
         try:
             spec = model.model_validate(doc.data)
@@ -139,7 +165,7 @@ def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
             resolved.append(result)
     if diagnostics:
         raise SpecError(diagnostics)
-    return resolved
+    return Loaded(resolved, routing)
 
 
 def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> BuildResult:
@@ -148,7 +174,8 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
     ``root`` is the folder the headers' spec paths are relative to (the output folder's
     parent, normally the repo root), so the output does not depend on the working directory.
     """
-    specs = load_specs(inputs.specs, catalog)
+    loaded = load_inputs(inputs.specs, catalog)
+    specs = loaded.specs
     result = BuildResult([])
     diagnostics: list[Diagnostic] = []
     for spec in specs:
@@ -161,6 +188,8 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
         result.files.update(_service_files(service, spec, _header_source(spec.source, root)))
     if diagnostics:
         raise SpecError(diagnostics)
+    if loaded.routing is not None:
+        _add_routing(result, loaded.routing, root)
     for path in inputs.user_tests:
         target = f"tests/{path.name}"
         if target in result.files:
@@ -198,7 +227,7 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
         slos.append(
             SLOOutput(
                 slo.name, units.format_duration(slo.evaluation), group, cases,
-                units.format_duration(history_step(slo)), history,
+                units.format_duration(history_step(slo)), history, slo.group_by,
             )
         )  # fmt: skip
     return ServiceOutput(
@@ -244,6 +273,15 @@ def _service_files(service: ServiceOutput, spec: ResolvedSpec, source: str) -> d
     return files
 
 
+def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) -> None:
+    output = routing_output(loaded.routing, loaded.base, result.services)
+    source = _header_source(loaded.routing.source, root)
+    result.files[routing_files.CONFIG] = dump_yaml(output.config, source)
+    result.files[routing_files.TESTS] = dump_yaml(output.tests, source)
+    result.routing_cases = output.cases
+    result.reports = output.reports
+
+
 def _header_source(source: str, root: Path | None) -> str:
     if root is None:
         return source
@@ -279,6 +317,9 @@ def validate(folder: Path, result: BuildResult) -> list[str]:
                 ["promtool test rules failed:", *_map_test_errors(failures, result)]
             )
         summary.append(f"promtool test rules: {len(tests)} file(s) passed")
+    if routing_files.CONFIG in result.files:
+        summary.extend(routing_files.validate_routing(folder, result.routing_cases))
+    summary.extend(f"warning: {report}" for report in result.reports)
     return summary
 
 

@@ -108,6 +108,7 @@ class SLOOutput:
     tests: tuple[TestCase, ...]
     history_step: str = ""
     history_tests: tuple[TestCase, ...] = ()
+    group_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

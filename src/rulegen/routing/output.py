@@ -1,0 +1,143 @@
+"""Routing → ``alertmanager/alertmanager.yml`` and its routing tests; amtool validation.
+
+Why: the config and the tests are built from the same resolved tree and from every alert the
+service specs generate, so a renamed label that strands an alert is caught at build time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rulegen import promql
+from rulegen.errors import ValidationFailed
+from rulegen.model import AlertRule, ServiceOutput
+from rulegen.render.alertmanager import alertmanager_config, routing_tests
+from rulegen.routing.model import Inhibit, ResolvedRouting
+from rulegen.validate import amtool
+
+CONFIG = "alertmanager/alertmanager.yml"
+TESTS = "alertmanager/routing-tests.yml"
+
+
+@dataclass(frozen=True)
+class RoutingOutput:
+    """The routing files' data and what the build should tell the user."""
+
+    config: dict[str, Any]
+    tests: dict[str, Any]
+    cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]]
+    reports: list[str] = field(default_factory=list)
+
+
+def generated_alerts(services: Sequence[ServiceOutput]) -> list[tuple[str, dict[str, str]]]:
+    """Every alert rule the specs generate, with the labels known before it fires."""
+    out: list[tuple[str, dict[str, str]]] = []
+    for service in services:
+        groups = [*service.groups, *(s.group for s in service.slos)]
+        for group in groups:
+            for rule in group.rules:
+                if isinstance(rule, AlertRule) and not any("{{" in v for _, v in rule.labels):
+                    labels = {"alertname": rule.alert, **dict(rule.labels)}
+                    out.append((f"{service.service}/{rule.alert}/{labels['severity']}", labels))
+    return out
+
+
+def slo_inhibits(services: Sequence[ServiceOutput]) -> tuple[Inhibit, ...]:
+    """While an SLO's page fires, its ticket for the same SLO and series stays quiet."""
+    out: list[Inhibit] = []
+    for service in services:
+        for slo in service.slos:
+            alerts = [r for r in slo.group.rules if isinstance(r, AlertRule)]
+            if len(alerts) != 2:
+                continue
+            page, ticket = (dict(a.labels) for a in alerts)
+
+            def pick(labels: dict[str, str], name: str) -> tuple[promql.Matcher, ...]:
+                keys = ("service", "slo", "severity")
+                return (
+                    promql.Matcher("alertname", "=", name),
+                    *(promql.Matcher(k, "=", labels[k]) for k in keys),
+                )
+
+            out.append(
+                Inhibit(
+                    pick(page, alerts[0].alert),
+                    pick(ticket, alerts[1].alert),
+                    ("service", "slo", *slo.group_by),
+                )
+            )
+    return tuple(out)
+
+
+def routing_output(
+    routing: ResolvedRouting, base: Mapping[str, Any], services: Sequence[ServiceOutput]
+) -> RoutingOutput:
+    """The config, the routing tests (generated and the user's), and the reports."""
+    config = alertmanager_config(routing, slo_inhibits(services), base)
+    alerts = generated_alerts(services)
+    cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = [
+        (f"{t.origin}: routing test", dict(t.labels), t.receivers) for t in routing.tests
+    ]
+    cases += [(name, labels, routing.receivers_for(labels)) for name, labels in alerts]
+    return RoutingOutput(config, routing_tests(cases), cases, _reports(routing, alerts))
+
+
+def _reports(routing: ResolvedRouting, alerts: list[tuple[str, dict[str, str]]]) -> list[str]:
+    """Routes no generated alert reaches; alerts stranded on the default receiver although a
+    route for their team exists."""
+    reached: set[str] = set()
+    for _, labels in alerts:
+        reached |= routing.routes_reached(labels)
+    out = [
+        f"{routing.source}: routing.{path}: no generated alert reaches this route"
+        for path in _paths(routing)
+        if path not in reached
+    ]
+    teams = {
+        m.value
+        for route in routing.routes
+        for m in route.matchers
+        if m.name == "team" and m.op == "="
+    }
+    for name, labels in alerts:
+        team = labels.get("team")
+        if team in teams and routing.receivers_for(labels) == (routing.default_receiver,):
+            out.append(
+                f"{name}: reaches only the default receiver although a route for team {team} exists"
+            )
+    return out
+
+
+def _paths(routing: ResolvedRouting) -> list[str]:
+    out: list[str] = []
+    stack = list(routing.routes)
+    while stack:
+        route = stack.pop(0)
+        out.append(route.path)
+        stack.extend(route.routes)
+    return out
+
+
+def validate_routing(
+    folder: Path, cases: Sequence[tuple[str, Mapping[str, str], tuple[str, ...]]]
+) -> list[str]:
+    """amtool check-config, then every routing test; raises ``ValidationFailed`` on a miss."""
+    checked = amtool.check_config(CONFIG, folder)
+    if not checked.ok:
+        raise ValidationFailed(
+            ["amtool check-config failed:", *(f"  {m}" for m in checked.messages)]
+        )
+    failures: list[str] = []
+    for name, labels, receivers in cases:
+        tested = amtool.routes_test(CONFIG, labels, receivers, folder)
+        if not tested.ok:
+            failures.extend(f"{name}: {m}" for m in tested.messages)
+    if failures:
+        raise ValidationFailed(["amtool routing tests failed:", *failures])
+    return [
+        "amtool check-config: alertmanager.yml ok",
+        f"amtool routing tests: {len(cases)} passed",
+    ]

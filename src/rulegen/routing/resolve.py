@@ -1,0 +1,170 @@
+"""The routing spec → ``ResolvedRouting``: receivers known and unique, matchers valid,
+secrets only by file.
+
+Why: a typo in a receiver name or a label silently sends a page to nobody; an inline secret
+ends up in a committed file. Both are spec errors here, at their position.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rulegen import promql, units
+from rulegen.fields import Collector, duration
+from rulegen.routing.model import Inhibit, Receiver, ResolvedRouting, Route, RoutingTest
+from rulegen.spec.loader import PathKey
+
+INTEGRATIONS = {
+    "webhook": "webhook_configs",
+    "pagerduty": "pagerduty_configs",
+    "slack": "slack_configs",
+    "email": "email_configs",
+}
+SECRETS = {"routing_key": "routing_key_file", "service_key": "routing_key_file",
+           "api_url": "api_url_file", "auth_password": "auth_password_file"}  # fmt: skip
+
+
+def resolve_routing(col: Collector, spec: Any) -> ResolvedRouting | None:
+    """Resolve the routing section; errors go to ``col``."""
+    routing = spec.routing
+    before = len(col.diagnostics)
+    receivers = _receivers(col, routing.receivers)
+    names = {r.name for r in receivers}
+    _known(col, ("routing", "default_receiver"), routing.default_receiver, names)
+    routes = tuple(
+        _route(col, ("routing", "routes", i), r, names) for i, r in enumerate(routing.routes)
+    )
+    inhibits = tuple(
+        _inhibit(col, ("routing", "inhibit", i), r) for i, r in enumerate(routing.inhibit)
+    )
+    tests = tuple(
+        _test(col, ("routing", "tests", i), t, names) for i, t in enumerate(routing.tests)
+    )
+    timings = {
+        key: duration(col, ("routing", key), getattr(routing, key), positive=True)
+        for key in ("group_wait", "group_interval", "repeat_interval")
+    }
+    for index, label in enumerate(routing.group_by):
+        _label(col, ("routing", "group_by", index), label)
+    wait, interval, repeat = (
+        timings[k] for k in ("group_wait", "group_interval", "repeat_interval")
+    )
+    if len(col.diagnostics) > before or wait is None or interval is None or repeat is None:
+        return None
+    return ResolvedRouting(
+        source=col.positions.file,
+        base=routing.base,
+        group_by=tuple(routing.group_by),
+        group_wait=units.format_duration(wait),
+        group_interval=units.format_duration(interval),
+        repeat_interval=units.format_duration(repeat),
+        default_receiver=routing.default_receiver,
+        receivers=receivers,
+        routes=routes,
+        inhibits=inhibits,
+        tests=tests,
+    )
+
+
+def _receivers(col: Collector, specs: list[Any]) -> tuple[Receiver, ...]:
+    out: list[Receiver] = []
+    seen: dict[str, int] = {}
+    for index, spec in enumerate(specs):
+        path: PathKey = ("routing", "receivers", index)
+        if spec.name in seen:
+            col.error(
+                (*path, "name"),
+                f"duplicate receiver {spec.name!r} (also receivers[{seen[spec.name]}])",
+            )
+            continue
+        seen[spec.name] = index
+        kinds = [k for k in INTEGRATIONS if getattr(spec, k) is not None]
+        if len(kinds) != 1:
+            found = ", ".join(kinds) if kinds else "none"
+            col.error(path, f"needs exactly one of {', '.join(INTEGRATIONS)} (got {found})")
+            continue
+        kind = kinds[0]
+        config = getattr(spec, kind).model_dump(exclude_none=True)
+        for field, instead in SECRETS.items():
+            if field in config:
+                col.error(
+                    (*path, kind, field),
+                    f"secrets are read from files only: write {instead}: /path/to/secret",
+                )
+                config.pop(field)
+        if kind == "pagerduty" and "routing_key_file" not in config:
+            col.error((*path, kind), "routing_key_file: required field is missing")
+        if kind == "slack" and "api_url_file" not in config:
+            col.error((*path, kind), "api_url_file: required field is missing")
+        out.append(Receiver(spec.name, INTEGRATIONS[kind], config))
+    return tuple(out)
+
+
+def _known(col: Collector, path: PathKey, name: str, names: set[str]) -> None:
+    if name not in names:
+        known = ", ".join(sorted(names)) or "none"
+        col.error(path, f"unknown receiver {name!r} (receivers: {known})")
+
+
+def _label(col: Collector, path: PathKey, name: str) -> None:
+    if not promql.LABEL_NAME.match(name):
+        col.error(path, f"invalid label name {name!r}")
+
+
+def _matchers(
+    col: Collector, path: PathKey, equal: dict[str, str], regex: dict[str, str]
+) -> tuple[promql.Matcher, ...]:
+    out: list[promql.Matcher] = []
+    for key, items, op in (("match", equal, "="), ("match_re", regex, "=~")):
+        for name, value in items.items():
+            if not promql.LABEL_NAME.match(name):
+                col.error((*path, key, name), f"invalid label name {name!r}")
+                continue
+            if op == "=~":
+                try:
+                    promql.parse_matchers(f"{name}=~{promql.quote(value)}")
+                except ValueError as exc:
+                    col.error((*path, key, name), str(exc))
+                    continue
+            out.append(promql.Matcher(name, op, value))
+    return tuple(out)
+
+
+def _route(col: Collector, path: PathKey, spec: Any, names: set[str]) -> Route:
+    matchers = _matchers(col, path, spec.match, spec.match_re)
+    if not matchers:
+        col.error(
+            path,
+            "needs at least one label in match or match_re (a catch-all route hides the ones after it)",
+        )
+    _known(col, (*path, "receiver"), spec.receiver, names)
+    for index, label in enumerate(spec.group_by or ()):
+        _label(col, (*path, "group_by", index), label)
+    children = tuple(_route(col, (*path, "routes", i), r, names) for i, r in enumerate(spec.routes))
+    shown = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path[1:]).replace(
+        ".[", "["
+    )
+    return Route(
+        matchers,
+        spec.receiver,
+        spec.continue_,
+        tuple(spec.group_by) if spec.group_by is not None else None,
+        children,
+        shown,
+    )
+
+
+def _inhibit(col: Collector, path: PathKey, spec: Any) -> Inhibit:
+    for index, label in enumerate(spec.equal):
+        _label(col, (*path, "equal", index), label)
+    source = _matchers(col, (*path, "source"), spec.source, {})
+    target = _matchers(col, (*path, "target"), spec.target, {})
+    return Inhibit(source, target, tuple(spec.equal))
+
+
+def _test(col: Collector, path: PathKey, spec: Any, names: set[str]) -> RoutingTest:
+    for index, name in enumerate(spec.receivers):
+        _known(col, (*path, "receivers", index), name, names)
+    line, column = col.positions.at(path)
+    origin = f"{col.positions.file}:{line}:{column}"
+    return RoutingTest(tuple(sorted(spec.labels.items())), tuple(spec.receivers), origin)

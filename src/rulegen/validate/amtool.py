@@ -1,0 +1,83 @@
+"""amtool, wrapped: one function per command, typed results, messages a user can act on.
+
+Why one place: Alertmanager's checks are only as good as the binary that runs them; every
+call goes through here with the same lookup, timeout and error mapping as promtool.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rulegen.errors import ToolNotFoundError, ValidationFailed
+
+INSTALL_HINT = (
+    "install it with: sudo apt-get install prometheus-alertmanager (or set RULEGEN_AMTOOL)"
+)
+TIMEOUT_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What amtool said: success, and the lines worth showing."""
+
+    ok: bool
+    messages: tuple[str, ...]
+
+
+def find_amtool() -> str:
+    """``RULEGEN_AMTOOL`` if set, else ``amtool`` on PATH."""
+    configured = os.environ.get("RULEGEN_AMTOOL")
+    if configured:
+        if not Path(configured).is_file():
+            raise ToolNotFoundError(f"RULEGEN_AMTOOL={configured} does not exist; {INSTALL_HINT}")
+        return configured
+    found = shutil.which("amtool")
+    if not found:
+        raise ToolNotFoundError(f"amtool not found; {INSTALL_HINT}")
+    return found
+
+
+def _run(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            list(argv), cwd=cwd, capture_output=True, text=True, check=False,
+            timeout=TIMEOUT_SECONDS,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ValidationFailed(
+            [f"{' '.join(argv[:3])} did not finish in {TIMEOUT_SECONDS}s"]
+        ) from None
+
+
+def check_config(config: str, cwd: Path) -> ToolResult:
+    """``amtool check-config``: syntax, receivers, templates."""
+    result = _run([find_amtool(), "check-config", config], cwd)
+    lines = (result.stdout + result.stderr).splitlines()
+    messages = tuple(
+        line.strip()
+        for line in lines
+        if "FAILED" in line or line.strip().startswith(("line ", "-", "yaml:"))
+    )
+    failed = tuple(m for m in messages if not m.startswith("-"))
+    return ToolResult(result.returncode == 0, failed)
+
+
+def routes_test(
+    config: str, labels: Mapping[str, str], receivers: Sequence[str], cwd: Path
+) -> ToolResult:
+    """``amtool config routes test --verify.receivers``: where do these labels go?"""
+    argv = [
+        find_amtool(), "config", "routes", "test", f"--config.file={config}",
+        f"--verify.receivers={','.join(receivers)}",
+        *(f"{k}={v}" for k, v in sorted(labels.items())),
+    ]  # fmt: skip
+    result = _run(argv, cwd)
+    got = result.stdout.strip().splitlines()[0] if result.stdout.strip() else "(nothing)"
+    if result.returncode == 0:
+        return ToolResult(True, ())
+    return ToolResult(False, (f"expected {','.join(receivers)}, amtool routes to {got}",))
