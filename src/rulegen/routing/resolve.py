@@ -135,7 +135,8 @@ def _route(col: Collector, path: PathKey, spec: Any, names: set[str]) -> Route:
     if not matchers:
         col.error(
             path,
-            "needs at least one label in match or match_re (a catch-all route hides the ones after it)",
+            "needs at least one label in match or match_re "
+            "(a catch-all route hides the ones after it)",
         )
     _known(col, (*path, "receiver"), spec.receiver, names)
     for index, label in enumerate(spec.group_by or ()):
