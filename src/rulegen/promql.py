@@ -67,6 +67,8 @@ def parse_matchers(text: str) -> tuple[Matcher, ...]:
     if any(m.name == "__name__" for m in matchers):
         raise ValueError("matchers may not select on __name__")
     for matcher in matchers:
+        if matcher.op in ("=~", "!~") and (problem := re2_problem(matcher.value)) is not None:
+            raise ValueError(f"invalid regex for label {matcher.name}: {problem}")
         if matcher.op in ("=~", "!~"):
             try:
                 with warnings.catch_warnings():
@@ -325,4 +327,25 @@ def refused(
         for value in _candidates(on_label):
             if not accepts(matcher, value) and all(accepts(m, value) for m in on_label):
                 return {k: v for k, v in {**labels, matcher.name: value}.items() if v != ""}
+    return None
+
+
+_RE2_REJECTS = (
+    (re.compile(r"(?<!\\)[*+?}][+]"), "invalid nested repetition operator: `{0}`"),
+    (re.compile(r"\(\?<?[=!]"), "invalid or unsupported Perl syntax: `{0}`"),
+    (re.compile(r"(?<!\\)\\[1-9]"), "invalid escape sequence: `{0}`"),
+)
+_REPEAT = re.compile(r"(?<!\\)\{(\d+)(?:,(\d*))?\}")
+
+
+def re2_problem(pattern: str) -> str | None:
+    """What Go's RE2 (Prometheus, Alertmanager) rejects and Python's ``re`` accepts, in Go's
+    words: possessive quantifiers, lookarounds, backreferences, repeat counts over 1000."""
+    for check, message in _RE2_REJECTS:
+        found = check.search(pattern)
+        if found:
+            return message.format(found.group(0))
+    for found in _REPEAT.finditer(pattern):
+        if any(int(n) > 1000 for n in found.groups() if n):
+            return f"invalid repeat count: `{found.group(0)}`"
     return None

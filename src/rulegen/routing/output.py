@@ -92,7 +92,7 @@ def _reports(routing: ResolvedRouting, alerts: list[tuple[str, dict[str, str]]])
     for _, labels in alerts:
         reached |= routing.routes_reached(labels)
     out = [
-        f"{routing.source}: routing.{path}: no generated alert reaches this route"
+        f"{path}: no generated alert reaches this route"
         for path in _paths(routing)
         if path not in reached
     ]

@@ -92,10 +92,10 @@ def _receivers(col: Collector, specs: list[Any]) -> tuple[Receiver, ...]:
                     f"secrets are read from files only: write {instead}: /path/to/secret",
                 )
                 config.pop(field)
-        if kind == "pagerduty" and "routing_key_file" not in config:
-            col.error((*path, kind), "routing_key_file: required field is missing")
-        if kind == "slack" and "api_url_file" not in config:
-            col.error((*path, kind), "api_url_file: required field is missing")
+        inline = any(field in getattr(spec, kind).model_fields_set for field in SECRETS)
+        for needed_kind, needed in (("pagerduty", "routing_key_file"), ("slack", "api_url_file")):
+            if kind == needed_kind and needed not in config and not inline:
+                col.error((*path, kind), f"{needed}: required field is missing")
         out.append(Receiver(spec.name, INTEGRATIONS[kind], config))
     return tuple(out)
 
@@ -111,6 +111,10 @@ def _label(col: Collector, path: PathKey, name: str) -> None:
         col.error(path, f"invalid label name {name!r}")
 
 
+def _matchers_ok(col: Collector, before: int) -> bool:
+    return len(col.diagnostics) == before
+
+
 def _matchers(
     col: Collector, path: PathKey, equal: dict[str, str], regex: dict[str, str]
 ) -> tuple[promql.Matcher, ...]:
@@ -118,7 +122,10 @@ def _matchers(
     for key, items, op in (("match", equal, "="), ("match_re", regex, "=~")):
         for name, value in items.items():
             if not promql.LABEL_NAME.match(name):
-                col.error((*path, key, name), f"invalid label name {name!r}")
+                where = (*path, key, name)
+                col.diagnostics.append(
+                    col.positions.diag(where, f"invalid label name {name!r}", key=True)
+                )
                 continue
             if op == "=~":
                 try:
@@ -131,8 +138,9 @@ def _matchers(
 
 
 def _route(col: Collector, path: PathKey, spec: Any, names: set[str]) -> Route:
+    before = len(col.diagnostics)
     matchers = _matchers(col, path, spec.match, spec.match_re)
-    if not matchers:
+    if not matchers and _matchers_ok(col, before):
         col.error(
             path,
             "needs at least one label in match or match_re "
@@ -142,9 +150,10 @@ def _route(col: Collector, path: PathKey, spec: Any, names: set[str]) -> Route:
     for index, label in enumerate(spec.group_by or ()):
         _label(col, (*path, "group_by", index), label)
     children = tuple(_route(col, (*path, "routes", i), r, names) for i, r in enumerate(spec.routes))
-    shown = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path[1:]).replace(
-        ".[", "["
-    )
+    line, column = col.positions.at(path)
+    shown = f"{col.positions.file}:{line}:{column}: routing." + ".".join(
+        str(p) if isinstance(p, str) else f"[{p}]" for p in path[1:]
+    ).replace(".[", "[")
     return Route(
         matchers,
         spec.receiver,
