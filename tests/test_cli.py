@@ -208,3 +208,26 @@ def test_out_pointing_at_a_file_is_a_usage_error(in_tmp: Path, cli: Cli) -> None
         2,
         "rulegen: error: --out specs/llm-serving.yaml: exists and is not a directory",
     )
+
+
+def test_missing_amtool_exits_3_with_install_hint(
+    in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tree(
+        in_tmp,
+        {
+            "specs/web.yaml": "version: 1\nservice: web\nalerts:\n"
+            "  - {signal: disk_await, threshold: 5ms, severity: warning}\n",
+            "specs/routing.yaml": "version: 1\nrouting:\n  default_receiver: a\n"
+            "  receivers: [{name: a, webhook: {url: 'http://sink.internal/a'}}]\n",
+        },
+    )
+    missing = in_tmp / "no-amtool"
+    monkeypatch.setenv("RULEGEN_AMTOOL", str(missing))
+    result = cli("build")
+    assert result.code == 3, result.err
+    assert result.err.strip() == (
+        f"rulegen: error: RULEGEN_AMTOOL={missing} does not exist; install it with: apt-get "
+        "install prometheus-alertmanager (Debian/Ubuntu), or set RULEGEN_AMTOOL"
+    )
+    assert not (in_tmp / "rules").exists()

@@ -1,7 +1,7 @@
 """The command line: the only place that prints or exits.
 
 Exit codes: 0 ok; 1 promtool failure or stale output; 2 invalid spec or usage;
-3 a required tool (promtool) is missing.
+3 a required tool (promtool, amtool) is missing.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ EPILOG = """exit codes:
   0  success
   1  promtool rejected the rules or a unit test failed; or --check found stale output
   2  invalid spec or usage
-  3  a required tool (promtool) is missing
+  3  a required tool (promtool, amtool) is missing
 """
 
 

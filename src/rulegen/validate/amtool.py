@@ -16,7 +16,8 @@ from pathlib import Path
 from rulegen.errors import ToolNotFoundError, ValidationFailed
 
 INSTALL_HINT = (
-    "install it with: sudo apt-get install prometheus-alertmanager (or set RULEGEN_AMTOOL)"
+    "install it with: apt-get install prometheus-alertmanager (Debian/Ubuntu), "
+    "or set RULEGEN_AMTOOL"
 )
 TIMEOUT_SECONDS = 120
 
