@@ -171,7 +171,7 @@ CASES: list[Case] = [
 """,
         spec_errors(
             "specs/routing.yaml:8:32: routing.receivers[1].pagerduty.service_key: secrets are "
-            "read from files only: write routing_key_file: /path/to/secret"
+            "read from files only: write service_key_file: /path/to/secret"
         ),
     ),
     Case(

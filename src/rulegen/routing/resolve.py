@@ -20,7 +20,7 @@ INTEGRATIONS = {
     "slack": "slack_configs",
     "email": "email_configs",
 }
-SECRETS = {"routing_key": "routing_key_file", "service_key": "routing_key_file",
+SECRETS = {"routing_key": "routing_key_file", "service_key": "service_key_file",
            "api_url": "api_url_file", "auth_password": "auth_password_file"}  # fmt: skip
 
 
@@ -93,9 +93,16 @@ def _receivers(col: Collector, specs: list[Any]) -> tuple[Receiver, ...]:
                 )
                 config.pop(field)
         inline = any(field in getattr(spec, kind).model_fields_set for field in SECRETS)
-        for needed_kind, needed in (("pagerduty", "routing_key_file"), ("slack", "api_url_file")):
-            if kind == needed_kind and needed not in config and not inline:
-                col.error((*path, kind), f"{needed}: required field is missing")
+        if (
+            kind == "pagerduty"
+            and not inline
+            and not {"routing_key_file", "service_key_file"} & set(config)
+        ):
+            col.error(
+                (*path, kind), "routing_key_file: required field is missing (or service_key_file)"
+            )
+        if kind == "slack" and not inline and "api_url_file" not in config:
+            col.error((*path, kind), "api_url_file: required field is missing")
         out.append(Receiver(spec.name, INTEGRATIONS[kind], config))
     return tuple(out)
 

@@ -23,9 +23,10 @@ class Webhook(SpecBase):
 
 
 class PagerDuty(SpecBase):
-    """PagerDuty Events v2; the routing key is read from a file."""
+    """PagerDuty: Events v2 (``routing_key_file``) or v1 (``service_key_file``), from files."""
 
     routing_key_file: str | None = None
+    service_key_file: str | None = None
     routing_key: str | None = None
     service_key: str | None = None
     send_resolved: bool = True
