@@ -303,8 +303,8 @@ CASES: list[Case] = [
       receiver: a
 """,
         spec_errors(
-            "specs/routing.yaml:8:27: routing.routes[0].match_re.service: invalid label "
-            'matchers: service=~"(?=web)"'
+            "specs/routing.yaml:8:27: routing.routes[0].match_re.service: invalid regex for "
+            "label service: invalid or unsupported Perl syntax: `(?=`"
         ),
     ),
     Case(
@@ -368,7 +368,7 @@ CASES: list[Case] = [
         WITH_BASE,
         spec_errors(
             "specs/routing.yaml:3:9: routing.base: alertmanager/base.yml defines route, which "
-            "rulegen writes from this routing section; move them here (or drop them from the "
+            "rulegen writes from this routing section; move that part here (or drop it from the "
             "base file)"
         ),
         files={"specs/alertmanager/base.yml": "global: {}\nroute: {receiver: x}\n"},
@@ -378,8 +378,8 @@ CASES: list[Case] = [
         WITH_BASE,
         spec_errors(
             "specs/routing.yaml:3:9: routing.base: alertmanager/base.yml defines receivers, "
-            "inhibit_rules, which rulegen writes from this routing section; move them here (or "
-            "drop them from the base file)"
+            "inhibit_rules, which rulegen writes from this routing section; move that part here (or "
+            "drop it from the base file)"
         ),
         files={"specs/alertmanager/base.yml": "receivers: []\ninhibit_rules: []\n"},
     ),

@@ -87,6 +87,8 @@ def _explain(text: str) -> str:
     if re.search(r"\b__name__\s*(=|!=|=~|!~)", text):
         return "matchers may not select on __name__"
     for name, pattern in _REGEX_MATCHER.findall(text):
+        if (problem := re2_problem(pattern)) is not None:
+            return f"invalid regex for label {name}: {problem}"
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -76,7 +76,7 @@ def _base(col: Collector, path: Path, name: str | None) -> dict[str, Any] | None
         col.error(
             ("routing", "base"),
             f"{name} defines {', '.join(owned)}, which rulegen writes from this routing section; "
-            "move them here (or drop them from the base file)",
+            "move that part here (or drop it from the base file)",
         )
         return None
     return data
