@@ -378,8 +378,8 @@ CASES: list[Case] = [
         WITH_BASE,
         spec_errors(
             "specs/routing.yaml:3:9: routing.base: alertmanager/base.yml defines receivers, "
-            "inhibit_rules, which rulegen writes from this routing section; move that part here (or "
-            "drop it from the base file)"
+            "inhibit_rules, which rulegen writes from this routing section; move that part here "
+            "(or drop it from the base file)"
         ),
         files={"specs/alertmanager/base.yml": "receivers: []\ninhibit_rules: []\n"},
     ),
