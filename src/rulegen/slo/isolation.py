@@ -18,7 +18,7 @@ from fractions import Fraction
 from math import ceil
 
 from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
-from rulegen.slo.simulate import Phase, Traffic, alert_timeline, evaluations, tier_holds
+from rulegen.slo.simulate import Phase, Traffic, alert_timeline, holds_series
 
 SENSITIVITY = (Fraction(98, 100), Fraction(102, 100))
 
@@ -119,12 +119,8 @@ def _try(
 
 def alone(slo: ResolvedSLO, alert: SLOAlert, tier: Tier, traffic: Traffic, at: Decimal) -> bool:
     """``tier`` holds at ``at`` and no other tier of the alert holds at or before it."""
-    if not tier_holds(slo, tier, traffic, at):
+    last = int(at / traffic.step)
+    if not holds_series(slo, tier, traffic)[last]:
         return False
-    others = [t for t in alert.tiers if t != tier]
-    return not any(
-        tier_holds(slo, t, traffic, moment)
-        for t in others
-        for moment in evaluations(traffic)
-        if moment <= at
-    )
+    others = [holds_series(slo, t, traffic) for t in alert.tiers if t != tier]
+    return not any(any(holds[: last + 1]) for holds in others)

@@ -56,10 +56,6 @@ class Traffic:
         return counter[now] - counter[start]
 
 
-def _float(value: Fraction | Decimal) -> float:
-    return float(value)
-
-
 def ratio(traffic: Traffic, at: Decimal, seconds: Decimal) -> float | None:
     """``slo:sli_error:ratio_rate<W>`` at ``at``, or None where the rule yields nothing."""
     if at < traffic.step:
@@ -72,18 +68,39 @@ def ratio(traffic: Traffic, at: Decimal, seconds: Decimal) -> float | None:
 
 def tier_holds(slo: ResolvedSLO, tier: Tier, traffic: Traffic, at: Decimal) -> bool:
     """Whether the tier's condition is non-empty at ``at`` (the float comparisons of PromQL)."""
-    budget, factor = float(slo.budget), _float(tier.factor)
-    if tier.factor.denominator != 1 and _terminates(tier.factor):
-        factor = float(Decimal(tier.factor.numerator) / Decimal(tier.factor.denominator))
-    elif tier.factor.denominator != 1:
-        factor = float(tier.factor.numerator) / float(tier.factor.denominator)
-    long, short = ratio(traffic, at, tier.long), ratio(traffic, at, tier.short)
-    if long is None or short is None or not (long / budget > factor and short / budget > factor):
-        return False
-    if slo.min_traffic is not None:
-        per_second = float(traffic.window(traffic.total, at, tier.short)) / float(tier.short)
-        return per_second >= float(slo.min_traffic)
-    return True
+    return holds_series(slo, tier, traffic)[int(at / traffic.step)]
+
+
+def holds_series(slo: ResolvedSLO, tier: Tier, traffic: Traffic) -> list[bool]:
+    """Whether the tier's condition holds at every sample (= evaluation) of the traffic.
+
+    Integer window arithmetic on the counters, then the float operations of PromQL in its
+    order: ``errors / total``, ``/ budget``, ``> factor``; ``total / seconds >= min_traffic``.
+    """
+    budget, factor = float(slo.budget), _factor(tier.factor)
+    long, short = int(tier.long / traffic.step), int(tier.short / traffic.step)
+    minimum = None if slo.min_traffic is None else float(slo.min_traffic)
+    seconds = float(tier.short)
+    total, errors = traffic.total, traffic.errors
+    out = [False] * len(total)
+    for i in range(1, len(total)):
+        long_total = total[i] - total[max(0, i - long)]
+        short_total = total[i] - total[max(0, i - short)]
+        if long_total <= 0 or short_total <= 0:
+            continue
+        long_ratio = float(errors[i] - errors[max(0, i - long)]) / float(long_total)
+        short_ratio = float(errors[i] - errors[max(0, i - short)]) / float(short_total)
+        if not (long_ratio / budget > factor and short_ratio / budget > factor):
+            continue
+        out[i] = minimum is None or float(short_total) / seconds >= minimum
+    return out
+
+
+def _factor(value: Fraction) -> float:
+    """The factor as PromQL reads its literal: a decimal, or ``(p / q)`` divided in float."""
+    if value.denominator == 1 or _terminates(value):
+        return float(Decimal(value.numerator) / Decimal(value.denominator))
+    return float(value.numerator) / float(value.denominator)
 
 
 def _terminates(value: Fraction) -> bool:
@@ -119,11 +136,12 @@ def evaluations(traffic: Traffic) -> tuple[Decimal, ...]:
 
 def alert_timeline(slo: ResolvedSLO, alert: SLOAlert, traffic: Traffic) -> Timeline:
     """Replay the alert's state machine (inactive → pending → firing) over the traffic."""
+    series = [holds_series(slo, tier, traffic) for tier in alert.tiers]
     pending: list[Decimal] = []
     firing: list[Decimal] = []
     active_since: Decimal | None = None
-    for at in evaluations(traffic):
-        if any(tier_holds(slo, tier, traffic, at) for tier in alert.tiers):
+    for index, at in enumerate(evaluations(traffic)):
+        if any(holds[index] for holds in series):
             active_since = at if active_since is None else active_since
             (firing if at - active_since >= alert.for_seconds else pending).append(at)
         else:
@@ -133,7 +151,5 @@ def alert_timeline(slo: ResolvedSLO, alert: SLOAlert, traffic: Traffic) -> Timel
 
 def onset(slo: ResolvedSLO, tier: Tier, traffic: Traffic, after: Decimal) -> Decimal | None:
     """The first evaluation after ``after`` at which the tier's condition holds."""
-    return next(
-        (t for t in evaluations(traffic) if t > after and tier_holds(slo, tier, traffic, t)),
-        None,
-    )
+    holds = holds_series(slo, tier, traffic)
+    return next((t for i, t in enumerate(evaluations(traffic)) if t > after and holds[i]), None)

@@ -33,6 +33,7 @@ from rulegen.slo.simulate import (
     Traffic,
     alert_timeline,
     evaluations,
+    holds_series,
     onset,
     tier_holds,
 )
@@ -267,7 +268,7 @@ def _slow_burn(
     isolated = lowest if alone(slo, ticket, lowest, traffic, fired) else None
     if page is not None:
         checks += [_alert_at(series, page, at, None, "no page") for at in (fired, traffic.end)]
-        if any(tier_holds(slo, t, traffic, at) for t in page.tiers for at in evaluations(traffic)):
+        if any(any(holds_series(slo, t, traffic)) for t in page.tiers):
             raise AssertionError(f"{slo.name}: a page tier holds in the slow burn")
     name = f"{slo.name}: a {rate}x slow burn opens a ticket, no page"
     return _case(name, traffic, series, checks), isolated
