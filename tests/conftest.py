@@ -81,3 +81,8 @@ def run_rulegen(*argv: str, cwd: Path, env: Mapping[str, str] | None = None) -> 
         timeout=300,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def spec_errors(*lines: str) -> tuple[str, ...]:
+    """The stderr of a spec error: the diagnostics, then the summary line."""
+    return (*lines, f"rulegen: {len(lines)} error(s); nothing written")

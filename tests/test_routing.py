@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, CliResult, write_tree
+from conftest import REPO, CliResult, spec_errors, write_tree
 
 from rulegen.routing.load import load_routing
 from rulegen.routing.model import ResolvedRouting
@@ -54,11 +54,6 @@ routing:
       webhook: {url: 'http://sink.internal/hook'}
 """
 WITH_BASE = HEAD.replace("routing:\n", "routing:\n  base: alertmanager/base.yml\n")
-
-
-def spec_errors(*lines: str) -> tuple[str, ...]:
-    """The stderr of a spec error: the diagnostics, then the summary line."""
-    return (*lines, f"rulegen: {len(lines)} error(s); nothing written")
 
 
 @dataclass(frozen=True)

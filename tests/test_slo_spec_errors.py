@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, run_rulegen, write_tree
+from conftest import CliResult, run_rulegen, spec_errors, write_tree
 
 Cli = Callable[..., CliResult]
 
@@ -30,11 +30,6 @@ SENTINEL = {
     "rules/prometheus/x.rules.yml": "# sentinel: must survive a failed build\ngroups: []\n",
     "rules/tests/x.test.yml": "# sentinel test file\nrule_files: []\ntests: []\n",
 }
-
-
-def spec_errors(*lines: str) -> tuple[str, ...]:
-    """The stderr of a spec error: the diagnostics, then the summary line."""
-    return (*lines, f"rulegen: {len(lines)} error(s); nothing written")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, run_rulegen, write_tree
+from conftest import CliResult, run_rulegen, spec_errors, write_tree
 
 Cli = Callable[..., CliResult]
 
@@ -42,11 +42,6 @@ KNOWN_SIGNALS = (
     "'requests_waiting', 'tcp_retransmits', 'ttft_latency', 'weight_loading_busy', "
     "'weight_loading_latency'"
 )
-
-
-def spec_errors(*lines: str) -> tuple[str, ...]:
-    """The stderr of a spec error: the diagnostics, then the summary line."""
-    return (*lines, f"rulegen: {len(lines)} error(s); nothing written")
 
 
 @dataclass(frozen=True)

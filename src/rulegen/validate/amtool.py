@@ -6,14 +6,12 @@ call goes through here with the same lookup, timeout and error mapping as promto
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rulegen.errors import ToolNotFoundError, ValidationFailed
+from rulegen.validate.tools import find_tool, run_tool
 
 INSTALL_HINT = (
     "install it with: apt-get install prometheus-alertmanager (Debian/Ubuntu), "
@@ -32,27 +30,11 @@ class ToolResult:
 
 def find_amtool() -> str:
     """``RULEGEN_AMTOOL`` if set, else ``amtool`` on PATH."""
-    configured = os.environ.get("RULEGEN_AMTOOL")
-    if configured:
-        if not Path(configured).is_file():
-            raise ToolNotFoundError(f"RULEGEN_AMTOOL={configured} does not exist; {INSTALL_HINT}")
-        return configured
-    found = shutil.which("amtool")
-    if not found:
-        raise ToolNotFoundError(f"amtool not found; {INSTALL_HINT}")
-    return found
+    return find_tool("amtool", INSTALL_HINT)
 
 
 def _run(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(argv), cwd=cwd, capture_output=True, text=True, check=False,
-            timeout=TIMEOUT_SECONDS,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise ValidationFailed(
-            [f"{' '.join(argv[:3])} did not finish in {TIMEOUT_SECONDS}s"]
-        ) from None
+    return run_tool(argv, cwd, TIMEOUT_SECONDS)
 
 
 def check_config(config: str, cwd: Path) -> ToolResult:

@@ -6,15 +6,13 @@ spec line it came from, and a clear message when promtool is not installed at al
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rulegen.errors import ToolNotFoundError, ValidationFailed
+from rulegen.validate.tools import find_tool, run_tool
 
 Runner = Callable[[Sequence[str], Path], "subprocess.CompletedProcess[str]"]
 INSTALL_HINT = (
@@ -39,32 +37,12 @@ TIMEOUT_SECONDS = 600
 
 
 def _default_runner(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(argv),
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=TIMEOUT_SECONDS,
-        )
-    except subprocess.TimeoutExpired:
-        raise ValidationFailed(
-            [f"{' '.join(argv[:3])} did not finish in {TIMEOUT_SECONDS}s (stopped)"]
-        ) from None
+    return run_tool(argv, cwd, TIMEOUT_SECONDS)
 
 
 def find_promtool() -> str:
     """The promtool binary: ``$RULEGEN_PROMTOOL`` or the one on PATH."""
-    configured = os.environ.get("RULEGEN_PROMTOOL")
-    if configured:
-        if not Path(configured).is_file():
-            raise ToolNotFoundError(f"RULEGEN_PROMTOOL={configured} does not exist; {INSTALL_HINT}")
-        return configured
-    found = shutil.which("promtool")
-    if not found:
-        raise ToolNotFoundError(f"promtool not found; {INSTALL_HINT}")
-    return found
+    return find_tool("promtool", INSTALL_HINT)
 
 
 def version(runner: Runner = _default_runner) -> str:

@@ -1,0 +1,41 @@
+"""Finding and running external tools: one lookup rule and one timeout for all of them.
+
+Why: promtool and amtool are found the same way (``$RULEGEN_<TOOL>`` or PATH, with an install
+hint when missing) and run the same way (captured output, a hard timeout that names the call).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from rulegen.errors import ToolNotFoundError, ValidationFailed
+
+
+def find_tool(name: str, hint: str) -> str:
+    """``$RULEGEN_<NAME>`` if set (it must exist), else ``name`` on PATH."""
+    variable = f"RULEGEN_{name.upper()}"
+    configured = os.environ.get(variable)
+    if configured:
+        if not Path(configured).is_file():
+            raise ToolNotFoundError(f"{variable}={configured} does not exist; {hint}")
+        return configured
+    found = shutil.which(name)
+    if not found:
+        raise ToolNotFoundError(f"{name} not found; {hint}")
+    return found
+
+
+def run_tool(argv: Sequence[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess[str]:
+    """Run a tool to completion, or stop it after ``timeout`` seconds and say which call."""
+    try:
+        return subprocess.run(
+            list(argv), cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise ValidationFailed(
+            [f"{' '.join(argv[:3])} did not finish in {timeout}s (stopped)"]
+        ) from None
