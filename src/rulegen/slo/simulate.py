@@ -15,6 +15,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.resolve import format_fraction
 
 
 @dataclass(frozen=True)
@@ -97,18 +98,12 @@ def holds_series(slo: ResolvedSLO, tier: Tier, traffic: Traffic) -> list[bool]:
 
 
 def _factor(value: Fraction) -> float:
-    """The factor as PromQL reads its literal: a decimal, or ``(p / q)`` divided in float."""
-    if value.denominator == 1 or _terminates(value):
-        return float(Decimal(value.numerator) / Decimal(value.denominator))
-    return float(value.numerator) / float(value.denominator)
-
-
-def _terminates(value: Fraction) -> bool:
-    denominator = value.denominator
-    for prime in (2, 5):
-        while denominator % prime == 0:
-            denominator //= prime
-    return denominator == 1
+    """The factor as PromQL reads the literal rulegen prints: a decimal, or ``(p / q)``."""
+    text = format_fraction(value)
+    if text.startswith("("):
+        numerator, denominator = text.strip("()").split(" / ")
+        return float(numerator) / float(denominator)
+    return float(text)
 
 
 @dataclass(frozen=True)
