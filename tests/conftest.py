@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rulegen.cli import run
+from rulegen.validate.promtool import find_promtool
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -86,3 +87,15 @@ def run_rulegen(*argv: str, cwd: Path, env: Mapping[str, str] | None = None) -> 
 def spec_errors(*lines: str) -> tuple[str, ...]:
     """The stderr of a spec error: the diagnostics, then the summary line."""
     return (*lines, f"rulegen: {len(lines)} error(s); nothing written")
+
+
+def promtool_test(test_file: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """The real ``promtool test rules`` on one hand-written test file, run from its folder."""
+    return subprocess.run(
+        [find_promtool(), "test", "rules", test_file.name],
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )

@@ -18,7 +18,6 @@ recipe would prove a wrong rule right; these series come from the exporters' doc
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,11 +26,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, write_tree
+from conftest import REPO, promtool_test, write_tree
 
 from rulegen.catalog import load_catalog
 from rulegen.cli import run
-from rulegen.validate.promtool import find_promtool
 
 SERVICE = "sig"
 RULES = f"../prometheus/{SERVICE}.rules.yml"
@@ -1137,14 +1135,7 @@ def _run_case(case: Case, name: str, root: Path) -> None:
     test = {"rule_files": rule_files, "evaluation_interval": "15s", "tests": [group]}
     test_file = tests_dir / "hand-written.test.yml"
     test_file.write_text(yaml.safe_dump(test, sort_keys=False, allow_unicode=True), "utf-8")
-    proc = subprocess.run(
-        [find_promtool(), "test", "rules", test_file.name],
-        cwd=tests_dir,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    proc = promtool_test(test_file, timeout=120)
     rendered = (root / "rules" / "prometheus" / f"{SERVICE}.rules.yml").read_text("utf-8")
     assert proc.returncode == 0, (
         f"promtool test rules failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}\n"

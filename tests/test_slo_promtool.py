@@ -28,7 +28,6 @@ two burn rates).
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -38,10 +37,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import write_tree
+from conftest import promtool_test, write_tree
 
 from rulegen.cli import run
-from rulegen.validate.promtool import find_promtool
 
 SERVICE = "shop"
 ALERT = "ErrorBudgetBurn"
@@ -345,14 +343,7 @@ def promtool(
     }
     test_file = rules_dir / "hand-written.test.yml"
     test_file.write_text(yaml.safe_dump(test, sort_keys=False), "utf-8")
-    proc = subprocess.run(
-        [find_promtool(), "test", "rules", test_file.name],
-        cwd=rules_dir,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    proc = promtool_test(test_file, timeout=300)
     assert proc.returncode == 0, (
         f"promtool test rules failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
     )
