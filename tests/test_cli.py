@@ -35,7 +35,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: 
     result = cli("build")
     assert result.code == 0, result.err
     assert "promtool test rules: 6 file(s) passed" in result.out
-    assert "amtool routing tests: 28 passed" in result.out
+    assert "amtool routing tests: 31 passed" in result.out
     assert _snapshot(in_tmp / "rules") == committed
 
 
@@ -53,12 +53,12 @@ def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: C
     result = cli("build", "--check")
     assert result.code == 1
     assert (
-        '-    expr: instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"} > 0.005\n'
-        in result.out
+        '-    expr: label_replace(instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"}'
+        ' > 0.005, "host", "$1", "instance", "(.+?)(?::[0-9]+)?")\n' in result.out
     )
     assert (
-        '+    expr: instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"} > 0.007\n'
-        in result.out
+        '+    expr: label_replace(instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"}'
+        ' > 0.007, "host", "$1", "instance", "(.+?)(?::[0-9]+)?")\n' in result.out
     )
     assert result.out.startswith("--- a/rules/prometheus/deepseek-v4.rules.yml\n")
     assert "output is stale" in result.err

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import pytest
 import yaml
@@ -102,6 +102,12 @@ def free_port() -> int:
 # --- in-test HTTP servers ------------------------------------------------------------------
 
 
+class Renders(Protocol):
+    """Anything that serves a ``/metrics`` page."""
+
+    def render(self) -> bytes: ...
+
+
 @dataclass
 class Exporter:
     """The vLLM gauges, in the Prometheus text format, with values the test changes."""
@@ -150,7 +156,7 @@ class Sink:
 class Handler(BaseHTTPRequestHandler):
     """Serves ``/metrics`` from the exporter and records webhook POSTs in the sink."""
 
-    exporter: ClassVar[Exporter]
+    exporter: ClassVar[Renders]
     sink: ClassVar[Sink]
 
     def do_GET(self) -> None:
@@ -173,7 +179,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def http_server(exporter: Exporter, sink: Sink) -> Iterator[int]:
+def http_server(exporter: Renders, sink: Sink) -> Iterator[int]:
     """The exporter and the webhook receivers on one free port, in a thread."""
     handler = type("BoundHandler", (Handler,), {"exporter": exporter, "sink": sink})
     server = ThreadingHTTPServer((HOST, 0), handler)
@@ -400,5 +406,238 @@ def test_alerts_reach_receivers_through_real_prometheus_and_alertmanager(
                     d.labels.items()
                 ), d
             assert not [d for d in deliveries if d.receiver == "platform"], deliveries
+        finally:
+            servers.stop()
+
+
+# --- the diagnosis: a disk-bound TTFT incident ------------------------------------------------
+
+LLM = """
+    version: 1
+    service: llm
+    labels: {team: inference}
+    evaluation_interval: 1s
+    scrape_interval: 1s
+    selectors: {node: 'job="node"', vllm: 'job="vllm"'}
+    alerts:
+      # the symptoms hold on a little longer than the diagnosis (as in production, where the
+      # diagnosis's `for` should not exceed theirs): the page names the cause first
+      - {signal: ttft_latency, threshold: 500ms, window: 5s, for: 8s, severity: critical,
+         buckets: [0.1, 0.25, 0.5, 0.75, 1.0]}
+      - {signal: disk_utilization, threshold: 70%, window: 5s, for: 8s, severity: warning,
+         labels: {team: storage}}
+    diagnoses:
+      - kind: ttft_disk_bound
+        ttft: 500ms
+        disk_utilization: 70%
+        window: 5s
+        for: 0s
+        severity: critical
+        labels: {team: storage}
+    """
+
+DIAGNOSIS = "TTFTDiskBound"
+SYMPTOMS = ("TTFTLatencyHigh", "DiskUtilizationHigh")
+BUCKETS = ("0.1", "0.25", "0.5", "0.75", "1.0", "+Inf")
+
+
+@dataclass
+class Machine:
+    """One host seen through two exporters: vLLM's TTFT histogram and node_exporter's disk.
+
+    Counters grow with wall time at the current rates, as the real exporters' do.
+    """
+
+    slow_ttft: bool = False
+    disk_busy: float = 0.05
+    requests: float = 50.0  # per second
+    _last: float = field(default_factory=time.monotonic)
+    _buckets: dict[str, float] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0.0))
+    _io_seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _advance(self) -> None:
+        now = time.monotonic()
+        elapsed, self._last = now - self._last, now
+        # every request in one bucket: (0.1, 0.25] when fast, (0.5, 0.75] when slow
+        first = "0.75" if self.slow_ttft else "0.25"
+        for le in BUCKETS[BUCKETS.index(first) :]:
+            self._buckets[le] += self.requests * elapsed
+        self._io_seconds += self.disk_busy * elapsed
+
+    def vllm(self) -> bytes:
+        with self.lock:
+            self._advance()
+            lines = ["# TYPE vllm:time_to_first_token_seconds histogram"]
+            lines += [
+                f'vllm:time_to_first_token_seconds_bucket{{model_name="m1",le="{le}"}} {v}'
+                for le, v in self._buckets.items()
+            ]
+            lines.append(f'vllm:time_to_first_token_seconds_count{{model_name="m1"}} '
+                         f"{self._buckets['+Inf']}")  # fmt: skip
+            lines.append('vllm:time_to_first_token_seconds_sum{model_name="m1"} 0')
+            return ("\n".join(lines) + "\n").encode()
+
+    def node(self) -> bytes:
+        with self.lock:
+            self._advance()
+            return (
+                "# TYPE node_disk_io_time_seconds_total counter\n"
+                f'node_disk_io_time_seconds_total{{device="nvme0n1"}} {self._io_seconds}\n'
+            ).encode()
+
+
+@dataclass
+class Endpoint:
+    """Adapts one of the machine's exporters to the handler's ``render()``."""
+
+    page: Callable[[], bytes]
+
+    def render(self) -> bytes:
+        return self.page()
+
+
+def firing_in_prometheus(port: int) -> set[str]:
+    """Names of the alerts Prometheus itself has firing (to tell inhibition from absence)."""
+    with urllib.request.urlopen(f"http://{HOST}:{port}/api/v1/alerts", timeout=2) as response:
+        alerts = json.load(response)["data"]["alerts"]
+    return {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
+
+
+def llm_prometheus_config(
+    tmp: Path, vllm_port: int, node_port: int, am_port: int
+) -> dict[str, Any]:
+    config = prometheus_config(tmp, vllm_port, am_port)
+    config["rule_files"] = [str(tmp / "rules" / "prometheus" / "llm.rules.yml")]
+    config["scrape_configs"] = [
+        {"job_name": "vllm", "static_configs": [{"targets": [f"{HOST}:{vllm_port}"]}]},
+        {"job_name": "node", "static_configs": [{"targets": [f"{HOST}:{node_port}"]}]},
+    ]
+    return config
+
+
+def test_disk_bound_ttft_incident_pages_once_with_the_cause(cli: Cli, in_tmp: Path) -> None:
+    assert PROMETHEUS is not None
+    assert ALERTMANAGER is not None
+    machine = Machine()
+    sink = Sink()
+    servers = Servers()
+    vllm_side = Endpoint(machine.vllm)
+    node_side = Endpoint(machine.node)
+    with (
+        http_server(vllm_side, sink) as vllm_port,
+        http_server(node_side, sink) as node_port,
+    ):
+        # 1. build and validate: the generated promtool tests of the diagnosis pass
+        write_tree(
+            in_tmp,
+            {
+                "specs/llm.yaml": LLM,
+                "specs/routing.yaml": ROUTING.format(host=HOST, port=vllm_port),
+            },
+        )
+        built = cli("build")
+        assert built.code == 0, built.err + built.out
+        config = yaml.safe_load((in_tmp / "rules/alertmanager/alertmanager.yml").read_text())
+        assert {
+            "source_matchers": [f'alertname="{DIAGNOSIS}"', 'service="llm"'],
+            "target_matchers": [f'alertname=~"{SYMPTOMS[0]}|{SYMPTOMS[1]}"', 'service="llm"'],
+            "equal": ["host"],
+        } in config["inhibit_rules"] or {
+            "source_matchers": [f'alertname="{DIAGNOSIS}"', 'service="llm"'],
+            "target_matchers": [f'alertname=~"{SYMPTOMS[1]}|{SYMPTOMS[0]}"', 'service="llm"'],
+            "equal": ["host"],
+        } in config["inhibit_rules"], config["inhibit_rules"]
+
+        # 2. real Alertmanager and Prometheus; vLLM and node_exporter on different ports
+        am_port, prom_port = free_port(), free_port()
+        (in_tmp / "prometheus.yml").write_text(
+            yaml.safe_dump(llm_prometheus_config(in_tmp, vllm_port, node_port, am_port)), "utf-8"
+        )
+        try:
+            servers.start(
+                "alertmanager",
+                [
+                    ALERTMANAGER,
+                    f"--config.file={in_tmp / 'rules' / 'alertmanager' / 'alertmanager.yml'}",
+                    f"--storage.path={in_tmp / 'am'}",
+                    f"--web.listen-address={HOST}:{am_port}",
+                    "--cluster.listen-address=",
+                ],
+                in_tmp,
+            )
+            servers.start(
+                "prometheus",
+                [
+                    PROMETHEUS,
+                    f"--config.file={in_tmp / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={in_tmp / 'data'}",
+                    f"--web.listen-address={HOST}:{prom_port}",
+                    "--rules.alert.resend-delay=1s",
+                ],
+                in_tmp,
+            )
+            wait_ready(f"http://{HOST}:{am_port}/-/ready", servers)
+            wait_ready(f"http://{HOST}:{prom_port}/-/ready", servers)
+            time.sleep(3)  # a few scrapes of the healthy machine
+
+            # 3. the incident: the disk saturates and TTFT goes above 500ms on the same host
+            with machine.lock:
+                machine.slow_ttft, machine.disk_busy = True, 0.95
+            wait_for(
+                f"{DIAGNOSIS} firing at oncall and storage",
+                both(
+                    delivered("oncall", DIAGNOSIS, "firing"),
+                    delivered("storage", DIAGNOSIS, "firing"),
+                ),
+                sink,
+                servers,
+            )
+            for d in of(sink.snapshot(), DIAGNOSIS):
+                expected = {
+                    "host": HOST,  # both exporters' instances, without their ports
+                    "model_name": "m1",
+                    "diagnosis": "ttft_disk_bound",
+                    "severity": "critical",
+                    "service": "llm",
+                    "team": "storage",
+                }
+                assert expected.items() <= d.labels.items(), d
+                assert "instance" not in d.labels, d
+
+            # the symptoms fire in Prometheus but are held back by Alertmanager
+            end = time.monotonic() + DEADLINE
+            while set(SYMPTOMS) - firing_in_prometheus(prom_port):
+                assert time.monotonic() < end, f"symptoms never fired\n{servers.report()}"
+                time.sleep(0.5)
+            time.sleep(4)  # several group intervals: time enough to deliver them
+            held = [d for d in sink.snapshot() if d.labels.get("alertname") in SYMPTOMS]
+            assert held == [], f"symptoms delivered while {DIAGNOSIS} fires:\n{held}"
+
+            # 4. the disk recovers: the diagnosis resolves; TTFT, still slow, now pages alone
+            with machine.lock:
+                machine.disk_busy = 0.05
+            wait_for(
+                f"{DIAGNOSIS} resolved at oncall and storage, {SYMPTOMS[0]} firing at oncall",
+                both(
+                    delivered("oncall", DIAGNOSIS, "resolved"),
+                    delivered("storage", DIAGNOSIS, "resolved"),
+                    delivered("oncall", SYMPTOMS[0], "firing"),
+                ),
+                sink,
+                servers,
+            )
+            symptom = of(sink.snapshot(), SYMPTOMS[0])[0]
+            assert symptom.labels.get("host") == HOST, symptom
+
+            # 5. TTFT recovers too
+            with machine.lock:
+                machine.slow_ttft = False
+            wait_for(
+                f"{SYMPTOMS[0]} resolved at oncall",
+                delivered("oncall", SYMPTOMS[0], "resolved"),
+                sink,
+                servers,
+            )
         finally:
             servers.stop()

@@ -383,7 +383,9 @@ CASES: list[Case] = [
             version: 1
             service: web
             """,
-        stderr=spec_errors("specs/web.yaml:1:1: a spec needs at least one entry in alerts or slos"),
+        stderr=spec_errors(
+            "specs/web.yaml:1:1: a spec needs at least one entry in alerts, slos or diagnoses"
+        ),
     ),
     Case(
         "an empty alerts list is rejected",

@@ -17,8 +17,10 @@ from pydantic import ValidationError
 
 from rulegen import units
 from rulegen.catalog import Catalog
+from rulegen.diagnosis.rules import diagnosis_group
+from rulegen.diagnosis.tests import diagnosis_tests
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
-from rulegen.model import Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
+from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.output import dump_yaml
 from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
@@ -202,8 +204,11 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
     """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
     groups = build_groups(spec, catalog.families)
     tests = build_tests(spec)
-    if spec.alerts:
-        first = spec.alerts[0].origin
+    if spec.diagnoses:
+        groups += (diagnosis_group(spec.service, _interval(spec), spec.diagnoses),)
+        tests += diagnosis_tests(spec.diagnoses, spec.evaluation_interval, spec.scrape_interval)
+    if spec.alerts or spec.diagnoses:
+        first = (spec.alerts or spec.diagnoses)[0].origin
         _check_cost(groups, tests, Origin(first.file, first.line, first.col, "alerts"))
     slos = []
     for slo in spec.slos:
@@ -230,9 +235,13 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
                 units.format_duration(history_step(slo)), history, slo.group_by,
             )
         )  # fmt: skip
-    return ServiceOutput(
-        spec.service, spec.source, _interval(spec), groups, tests, slos=tuple(slos)
+    explanations = tuple(
+        Explanation(d.name, d.explains, d.host.label) for d in spec.diagnoses if d.explains
     )
+    return ServiceOutput(
+        spec.service, spec.source, _interval(spec), groups, tests, slos=tuple(slos),
+        explanations=explanations,
+    )  # fmt: skip
 
 
 def _check_cost(groups: Sequence[RuleGroup], tests: Sequence[TestCase], origin: Origin) -> None:

@@ -112,6 +112,15 @@ class SLOOutput:
 
 
 @dataclass(frozen=True)
+class Explanation:
+    """A diagnosis alert and the alerts it explains on the same host (to inhibit them)."""
+
+    alert: str
+    explains: tuple[str, ...]
+    host_label: str
+
+
+@dataclass(frozen=True)
 class ServiceOutput:
     """Everything generated for one service spec."""
 
@@ -122,3 +131,4 @@ class ServiceOutput:
     tests: tuple[TestCase, ...]
     user_tests: tuple[str, ...] = field(default=())
     slos: tuple[SLOOutput, ...] = field(default=())
+    explanations: tuple[Explanation, ...] = field(default=())

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog, SignalDef
+from rulegen.diagnosis.model import Host, ResolvedDiagnosis
+from rulegen.diagnosis.resolve import resolve_diagnoses, with_host
 from rulegen.errors import Diagnostic
 from rulegen.fields import Collector, duration
 from rulegen.fields import labels as label_set
@@ -58,6 +60,8 @@ class ResolvedAlert:
     labels: tuple[tuple[str, str], ...]
     annotations: tuple[tuple[str, str], ...]
     origin: Origin
+    # Set when a diagnosis explains this alert: it then carries the host label it inhibits on.
+    host: Host | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class ResolvedSpec:
     scrape_interval: Decimal
     alerts: tuple[ResolvedAlert, ...]
     slos: tuple[ResolvedSLO, ...] = ()
+    diagnoses: tuple[ResolvedDiagnosis, ...] = ()
+    host_label: str | None = None
 
 
 def resolve_spec(
@@ -89,8 +95,8 @@ def resolve_spec(
         col.error(("runbook_url",), f"must be an http(s) URL (got {spec.runbook_url!r})")
     alerts: list[ResolvedAlert] = []
     names: dict[str, int] = {}
-    if not spec.alerts and not spec.slos:
-        col.error((), "a spec needs at least one entry in alerts or slos")
+    if not spec.alerts and not spec.slos and not spec.diagnoses:
+        col.error((), "a spec needs at least one entry in alerts, slos or diagnoses")
     for index, alert in enumerate(spec.alerts or ()):
         path: PathKey = ("alerts", index)
         signal = None if alert.signal == "custom" else catalog.signals[alert.signal]
@@ -116,10 +122,29 @@ def resolve_spec(
     slos: tuple[ResolvedSLO, ...] = ()
     if evaluation is not None and scrape is not None:
         slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
+    diagnoses: tuple[ResolvedDiagnosis, ...] = ()
+    if evaluation is not None and scrape is not None:
+        signals = {a.name: a.signal.signal for a in alerts if a.signal is not None}
+        diagnoses = resolve_diagnoses(
+            col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
+        )
     if col.diagnostics or evaluation is None or scrape is None:
         return None, col.diagnostics
+    explained = {name for d in diagnoses for name in d.explains}
+    if explained:
+        host = diagnoses[0].host
+        alerts = [replace(a, host=host) if a.name in explained else a for a in alerts]
     return (
-        ResolvedSpec(spec.service, positions.file, evaluation, scrape, tuple(alerts), slos),
+        ResolvedSpec(
+            spec.service,
+            positions.file,
+            evaluation,
+            scrape,
+            tuple(alerts),
+            slos,
+            diagnoses,
+            spec.host_label,
+        ),
         [],
     )
 
@@ -268,7 +293,10 @@ def _render_expressions(
     """The signal's quantity and recording name, checked as PromQL before promtool sees them."""
     col, path = ctx.col, ctx.path
     try:
-        quantity = render_promql(signal.expr, {**fixed, "sel": _sel(matchers)})
+        # ``host_by`` keeps a relabelled host label through a signal's aggregations, so its
+        # alerts can be matched with a diagnosis on the same host.
+        host_by = f", {ctx.spec.host_label}" if ctx.spec.host_label else ""
+        quantity = render_promql(signal.expr, {**fixed, "sel": _sel(matchers), "host_by": host_by})
         record = render_promql(signal.record, fixed) if signal.record else None
     except TemplateFailure as exc:
         col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
@@ -464,6 +492,8 @@ def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[Rul
                 recordings.setdefault(name, RecordingRule(name, alert.quantity, own, alert.origin))
                 selector = f"{name}{{service={promql.quote(spec.service)}}}"
                 expr = expr.replace(alert.record, selector, 1)
+            if alert.host is not None and alert.host.derived:
+                expr = with_host(alert.host, expr)
             alerts.append(
                 AlertRule(
                     alert.name,

@@ -14,8 +14,9 @@ such rates are exact from the second sample ("ratio" signals), gauges from the f
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
@@ -54,7 +55,7 @@ class _Scenario:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Plan:
     """Values of the quantity in the firing and the quiet case, and the histogram layout."""
 
     fire: Decimal
@@ -71,7 +72,9 @@ def build_tests(spec: ResolvedSpec) -> tuple[TestCase, ...]:
         if alert.signal is None:
             continue
         try:
-            cases.append(alert_test(alert, spec.evaluation_interval, spec.scrape_interval))
+            cases.append(
+                alert_test(alert, spec.evaluation_interval, spec.scrape_interval, spec.host_label)
+            )
         except SynthError as exc:
             origin = alert.origin
             path = f"{origin.path}.{exc.field}" if exc.field else origin.path
@@ -82,16 +85,21 @@ def build_tests(spec: ResolvedSpec) -> tuple[TestCase, ...]:
     return tuple(cases)
 
 
-def alert_test(alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal) -> TestCase:
-    """The test case proving when ``alert`` fires and when it does not."""
+def alert_test(
+    alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal, host_label: str | None = None
+) -> TestCase:
+    """The test case proving when ``alert`` fires and when it does not.
+
+    With a ``host_label``, every series carries it (as relabelling at scrape time would).
+    """
     signal = alert.signal
     assert signal is not None
     plan, timing = _plan_and_timing(alert, signal, evaluation, scrape)
-    scenarios = _scenarios(alert, signal, plan)
+    scenarios = _with_host_label(_scenarios(alert, signal, plan), host_label)
     steps = int((timing.check + 2 * evaluation) / scrape) + 1
     series = tuple(s for sc in scenarios for s in _series(alert, sc, plan, scrape, steps))
     fire = scenarios[0]
-    labels = _expected_labels(alert, signal, fire)
+    labels = _expected_labels(alert, signal, fire, host_label)
     annotations = tuple(
         (k, gotemplate.expand(v, labels, float(plan.fire))) for k, v in alert.annotations
     )
@@ -120,7 +128,7 @@ QUIET = Decimal("0.9")
 
 def _plan_and_timing(
     alert: ResolvedAlert, signal: SignalDef, evaluation: Decimal, scrape: Decimal
-) -> tuple[_Plan, _Timing]:
+) -> tuple[Plan, _Timing]:
     """Pick test values whose ramp never lands exactly on the threshold at an evaluation."""
     for plan in _candidate_plans(alert, signal):
         exact = signal.test.integer  # a count is an exact float: no rounding to fear
@@ -150,7 +158,7 @@ _FORMAT = {
 }
 
 
-def _candidate_plans(alert: ResolvedAlert, signal: SignalDef) -> list[_Plan]:
+def _candidate_plans(alert: ResolvedAlert, signal: SignalDef) -> list[Plan]:
     """Test values to try in order; whole seconds get a half-second variant.
 
     Why: humanizeDuration truncates seconds, so 66 s may print as "1m 5s" when Prometheus
@@ -162,7 +170,7 @@ def _candidate_plans(alert: ResolvedAlert, signal: SignalDef) -> list[_Plan]:
         plans.append(plan)
         firing_up = signal.threshold.op == ">" and signal.test.histogram is None
         if signal.threshold.unit == "duration" and plan.fire >= 1 and firing_up:
-            plans.append(_Plan(plan.fire + Decimal("0.5"), plan.quiet))
+            plans.append(Plan(plan.fire + Decimal("0.5"), plan.quiet))
     return plans
 
 
@@ -176,12 +184,12 @@ def _prints_stably(value: Decimal, unit: str) -> bool:
     return fmt(float(value) * (1 + 1e-12)) == fmt(float(value) * (1 - 1e-12))
 
 
-def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal) -> _Plan:
+def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal) -> Plan:
     if signal.test.histogram is not None:
-        return _histogram_plan(alert.params["buckets"], alert.threshold, alert.params["quantile"])
+        return histogram_plan(alert.params["buckets"], alert.threshold, alert.params["quantile"])
     above = _above(alert.threshold, signal.test.max, signal.test.integer, factor)
     below = _below(alert.threshold, signal.test.integer)
-    return _Plan(above, below) if signal.threshold.op == ">" else _Plan(below, above)
+    return Plan(above, below) if signal.threshold.op == ">" else Plan(below, above)
 
 
 def _above(threshold: Decimal, limit: Decimal | None, integer: bool, factor: Decimal) -> Decimal:
@@ -203,7 +211,7 @@ def _below(threshold: Decimal, integer: bool) -> Decimal:
     return (threshold * QUIET).normalize()
 
 
-def _histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: Decimal) -> _Plan:
+def histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: Decimal) -> Plan:
     """Put every observation in one bucket: above the threshold to fire, at or below it not to.
 
     Why: with all observations in (lower, upper], histogram_quantile returns exactly
@@ -226,7 +234,7 @@ def _histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: D
                 "in float precision; use a quantile between 0.01 and 0.9999",
                 "quantile",
             )
-    return _Plan(fire.normalize(), quiet.normalize(), fire_bucket, quiet_upper)
+    return Plan(fire.normalize(), quiet.normalize(), fire_bucket, quiet_upper)
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -274,7 +282,7 @@ def _grid(at_least: Decimal, evaluation: Decimal) -> Decimal:
 # --- scenarios and series ----------------------------------------------------------------
 
 
-def _scenarios(alert: ResolvedAlert, signal: SignalDef, plan: _Plan) -> list[_Scenario]:
+def _scenarios(alert: ResolvedAlert, signal: SignalDef, plan: Plan) -> list[_Scenario]:
     test = signal.test
     context = _context(alert, plan)
     matchers = alert.selector_matchers
@@ -343,7 +351,7 @@ def _render_label(value: str, context: Mapping[str, Any]) -> str:
     return render_promql(value, context) if "{{" in value else value
 
 
-def _context(alert: ResolvedAlert, plan: _Plan, q: Decimal | None = None) -> dict[str, Any]:
+def _context(alert: ResolvedAlert, plan: Plan, q: Decimal | None = None) -> dict[str, Any]:
     return {
         **alert.params,
         "threshold": alert.threshold,
@@ -380,7 +388,7 @@ def _sample(matcher: promql.Matcher) -> str | None:
 def _series(
     alert: ResolvedAlert,
     scenario: _Scenario,
-    plan: _Plan,
+    plan: Plan,
     scrape: Decimal,
     steps: int,
 ) -> list[InputSeries]:
@@ -426,7 +434,7 @@ def _number(value: Any) -> Decimal:
 
 
 def _histogram(
-    alert: ResolvedAlert, scenario: _Scenario, plan: _Plan, context: Mapping[str, Any], steps: int
+    alert: ResolvedAlert, scenario: _Scenario, plan: Plan, context: Mapping[str, Any], steps: int
 ) -> list[InputSeries]:
     assert scenario.histogram is not None
     metric = _name(scenario.histogram.metric, context)
@@ -467,14 +475,39 @@ def _selector(name: str, labels: Mapping[str, str]) -> str:
 # --- expectations --------------------------------------------------------------------------
 
 
-def _expected_labels(alert: ResolvedAlert, signal: SignalDef, fire: _Scenario) -> dict[str, str]:
+def _with_host_label(scenarios: list[_Scenario], host_label: str | None) -> list[_Scenario]:
+    if host_label is None:
+        return scenarios
+    out = []
+    for scenario in scenarios:
+        host = _host_of(scenario.labels.get("instance", ""))
+        labels = {**scenario.labels, host_label: host} if host else scenario.labels
+        out.append(replace(scenario, labels=labels))
+    return out
+
+
+def _host_of(instance: str) -> str:
+    """``instance`` without its port, as ``label_replace`` derives ``host`` in the rules."""
+    found = re.fullmatch(r"(.+?)(?::[0-9]+)?", instance)
+    return found.group(1) if found else ""
+
+
+def _expected_labels(
+    alert: ResolvedAlert, signal: SignalDef, fire: _Scenario, host_label: str | None
+) -> dict[str, str]:
     keep = signal.test.keep
+    if keep is not None and host_label and "host_by" in signal.expr:
+        keep = [*keep, host_label]
     series_labels = {
         k: v
         for k, v in fire.labels.items()
         if (keep is None or k in keep) and k not in signal.test.drop
     }
     series_labels.update(signal.test.add)
+    if alert.host is not None and alert.host.derived:
+        host = _host_of(series_labels.get("instance", ""))
+        if host:
+            series_labels[alert.host.label] = host
     for name, value in alert.labels:
         series_labels[name] = gotemplate.expand(value, series_labels, math.nan)
     return series_labels

@@ -38,7 +38,7 @@ def _metric_part(name: str) -> str:
     return base[: -len("_total")] if base.endswith("_total") else base
 
 
-def _quantile_name(value: object) -> str:
+def quantile_name(value: object) -> str:
     """``0.99`` → ``p99``, ``0.999`` → ``p999``, ``0.5`` → ``p50``."""
     text = _literal(value)
     digits = text.split(".", 1)[1] if "." in text else "100"
@@ -51,7 +51,7 @@ def _environment(**delimiters: str) -> ImmutableSandboxedEnvironment:
     )
     env.filters["literal"] = _literal
     env.filters["metric_part"] = _metric_part
-    env.filters["pname"] = _quantile_name
+    env.filters["pname"] = quantile_name
     env.filters["promql_string"] = promql.quote
     env.filters["regex_example"] = lambda pattern: promql.regex_example(pattern) or ""
     env.filters["matches"] = lambda value, pattern: promql.full_match(pattern, value)

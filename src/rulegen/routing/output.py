@@ -72,11 +72,31 @@ def slo_inhibits(services: Sequence[ServiceOutput]) -> tuple[Inhibit, ...]:
     return tuple(out)
 
 
+def diagnosis_inhibits(services: Sequence[ServiceOutput]) -> tuple[Inhibit, ...]:
+    """While a diagnosis fires, the symptom and cause alerts it explains stay quiet for the
+    same host: one page that names the cause instead of several that each tell a part."""
+    out: list[Inhibit] = []
+    for service in services:
+        for explanation in service.explanations:
+            own = promql.Matcher("service", "=", service.service)
+            names = "|".join(explanation.explains)  # alert names: no regex metacharacters
+            out.append(
+                Inhibit(
+                    (promql.Matcher("alertname", "=", explanation.alert), own),
+                    (promql.Matcher("alertname", "=~", names), own),
+                    (explanation.host_label,),
+                )
+            )
+    return tuple(out)
+
+
 def routing_output(
     routing: ResolvedRouting, base: Mapping[str, Any], services: Sequence[ServiceOutput]
 ) -> RoutingOutput:
     """The config, the routing tests (generated and the user's), and the reports."""
-    config = alertmanager_config(routing, slo_inhibits(services), base)
+    config = alertmanager_config(
+        routing, slo_inhibits(services) + diagnosis_inhibits(services), base
+    )
     alerts = generated_alerts(services)
     cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = [
         (f"{t.origin}: routing test", dict(t.labels), t.receivers) for t in routing.tests

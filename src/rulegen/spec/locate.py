@@ -30,7 +30,7 @@ def pydantic_diagnostics(exc: ValidationError, positions: Positions, data: Any) 
         if error["type"] == "extra_forbidden":
             out.append(positions.diag(path, message, key=True))
         elif error["type"] == "union_tag_invalid":
-            out.append(positions.diag((*path, "signal"), message))
+            out.append(positions.diag((*path, _tag_key(error)), message))
         elif error["type"] == "missing":
             out.append(positions.diag(path[:-1], f"{path[-1]}: {message}"))
         else:
@@ -49,7 +49,7 @@ def _data_path(loc: tuple[int | str, ...], data: Any) -> PathKey:
             if part in node:
                 node = node[part]
                 path.append(part)
-            elif isinstance(part, str) and node.get("signal") == part:
+            elif isinstance(part, str) and part in (node.get("signal"), node.get("kind")):
                 continue
             else:
                 path.append(part)
@@ -66,7 +66,7 @@ def _data_path(loc: tuple[int | str, ...], data: Any) -> PathKey:
 _SIMPLE = {
     "extra_forbidden": "unknown key",
     "missing": "required field is missing",
-    "union_tag_not_found": "required field 'signal' is missing",
+    "union_tag_not_found": "required field {discriminator} is missing",
     "string_type": "must be a string (got {got})",
     "dict_type": "must be a mapping (got {got})",
     "model_type": "must be a mapping (got {got})",
@@ -80,8 +80,14 @@ _SIMPLE = {
     "string_pattern_mismatch": "must match {pattern} (got {got})",
     "string_too_long": "must be at most {max_length} characters",
     "too_short": "must not be empty",
-    "union_tag_invalid": "unknown signal {tag!r} (known: {expected_tags})",
+    "union_tag_invalid": "unknown {tag_kind} {tag!r} (known: {expected_tags})",
 }
+# What a tagged union's tag is called in messages, by its key.
+_TAG_KINDS = {"signal": "signal", "kind": "diagnosis kind"}
+
+
+def _tag_key(error: ErrorDetails) -> str:
+    return str(error.get("ctx", {}).get("discriminator", "'signal'")).strip("'")
 
 
 def _message(error: ErrorDetails) -> str:
@@ -90,6 +96,8 @@ def _message(error: ErrorDetails) -> str:
     if template is not None:
         context = {"expected": "", "pattern": "", "tag": "", "expected_tags": "", "max_length": ""}
         context.update({k: v for k, v in error.get("ctx", {}).items()})
+        context["discriminator"] = context.get("discriminator", "'signal'")
+        context["tag_kind"] = _TAG_KINDS.get(_tag_key(error), "tag")
         return template.format(got=_show(error.get("input")), **context)
     message = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):

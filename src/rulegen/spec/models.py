@@ -11,23 +11,18 @@ from __future__ import annotations
 import weakref
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
+from pydantic import Field, WithJsonSchema, create_model
 
 from rulegen.catalog import Catalog
-
-# Values whose type depends on a unit are checked by ``rulegen.resolve`` with the unit's own
-# message ("invalid duration 5 (expected … 30s, 5m)"), not by pydantic's union of types.
-Duration = Annotated[Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+[smhdwy]"})]
-Scalar = Annotated[Any, WithJsonSchema({"type": ["string", "number"]})]
-ALERT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-SERVICE_NAME = r"^[a-z0-9][a-z0-9-]*$"
-SLO_NAME = r"^[a-z0-9][a-z0-9_-]*$"
-
-
-class SpecBase(BaseModel):
-    """Every spec model rejects unknown keys and is immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+from rulegen.spec.base import (
+    ALERT_NAME,
+    SERVICE_NAME,
+    SLO_NAME,
+    Duration,
+    Scalar,
+    SpecBase,
+)
+from rulegen.spec.diagnoses import DiagnosisSpec
 
 
 class AlertBase(SpecBase):
@@ -147,6 +142,8 @@ class SpecModel(SpecBase):
     selectors: dict[str, str] = {}
     alerts: Annotated[list[Any], Field(min_length=1)] | None = None
     slos: Annotated[list[SLOSpec], Field(min_length=1)] | None = None
+    host_label: str | None = Field(default=None, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    diagnoses: Annotated[list[DiagnosisSpec], Field(min_length=1)] | None = None
 
 
 _MODELS: weakref.WeakKeyDictionary[Catalog, type[SpecModel]] = weakref.WeakKeyDictionary()

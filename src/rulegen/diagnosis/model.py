@@ -1,0 +1,98 @@
+"""Resolved diagnoses: every threshold exact, every recording and condition rendered.
+
+Why: the rules, the annotations, the generated tests and the inhibitions all read the same
+objects, so the evidence an alert checks is the evidence its description prints and its test
+drives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal
+
+from rulegen import promql
+from rulegen.model import Origin
+
+# The recordings a diagnosis reads, one value per host (and model, for vLLM series).
+Quantity = Literal["ttft", "disk", "network", "throughput", "gpu", "waiting"]
+# Kinds and the alert each one raises.
+ALERT_NAMES = {
+    "ttft_disk_bound": "TTFTDiskBound",
+    "throughput_network_bound": "ThroughputNetworkBound",
+    "gpu_kernel_contention": "GpuKernelContention",
+}
+# Catalog signals whose alerts a diagnosis explains (symptom or cause) on the same host.
+EXPLAINS = {
+    "ttft_disk_bound": (
+        "ttft_latency", "e2e_latency", "disk_utilization", "disk_await", "disk_queue_depth",
+        "cpu_iowait",
+    ),
+    "throughput_network_bound": (
+        "network_saturation", "network_drops", "tcp_retransmits", "cpu_softirq", "e2e_latency",
+    ),
+    "gpu_kernel_contention": ("gpu_underutilized", "requests_waiting"),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A host-level recording: its name, PromQL and the labels it keeps besides the host."""
+
+    quantity: Quantity
+    record: str
+    expr: str
+    by_model: bool
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One fact on one host: ``quantity op threshold``; the first one is the alert's value."""
+
+    quantity: Quantity
+    about: str
+    op: Literal[">", "<", "<="]
+    threshold: Decimal
+    unit: Literal["duration", "percent", "number"]
+    recording: Recording
+
+
+@dataclass(frozen=True)
+class Host:
+    """How series of different exporters are put on one host: a shared label, or ``host``
+    derived from ``instance`` without the port."""
+
+    label: str
+    derived: bool
+
+
+@dataclass(frozen=True)
+class ResolvedDiagnosis:
+    """One diagnosis of a service: its alert and what the tests need to drive it."""
+
+    kind: str
+    name: str
+    service: str
+    severity: str
+    for_seconds: Decimal
+    window_seconds: Decimal
+    baseline_seconds: Decimal
+    evidence: tuple[Evidence, ...]
+    host: Host
+    labels: tuple[tuple[str, str], ...]
+    explains: tuple[str, ...]
+    ttft_buckets: tuple[Decimal, ...]
+    quantile: Decimal
+    gpu_scale: Decimal
+    link_speed: Decimal | None
+    gpu_metric: str
+    disk_device: str
+    nic_device: str
+    selectors: Mapping[str, tuple[promql.Matcher, ...]]
+    origin: Origin
+
+    @property
+    def by_model(self) -> bool:
+        """Whether the alert is per host and model (its first evidence is a vLLM quantity)."""
+        return self.evidence[0].recording.by_model

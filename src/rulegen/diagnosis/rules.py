@@ -1,0 +1,216 @@
+"""Resolved diagnoses → one rule group: host-level recordings, then one alert per diagnosis.
+
+Why: each piece of evidence is recorded once per host, so the alert is a readable join
+(``ttft > 0.5 and on (host) disk > 0.7``), the description can show every value with
+``query``, and a dashboard can draw the same series.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from rulegen import gotemplate, promql, units
+from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
+from rulegen.model import AlertRule, RecordingRule, RuleGroup
+from rulegen.templating import go_escape
+
+_OP_TEXT = {">": "above", "<": "below", "<=": "at most"}
+_FORMAT = {
+    "duration": "humanizeDuration",
+    "percent": "humanizePercentage",
+    "number": "humanize",
+}
+_CONCLUSION = {
+    "ttft_disk_bound": (
+        "The disk is the cause, not the model server: find the device near 100% "
+        "(iostat -x 1) and what reads it (weight loading, swap, page-cache eviction)."
+    ),
+    "throughput_network_bound": (
+        "The network is the cause: requests start on time but tokens leave the host slowly; "
+        "check the busiest NIC (sar -n DEV 1), TCP retransmits and softirq load."
+    ),
+    "gpu_kernel_contention": (
+        "GPU kernels are the cause: requests wait while the GPUs idle and disk and network "
+        "are fine; look for processes sharing the GPUs (nvidia-smi pmon), NCCL stalls or "
+        "CUDA graph recaptures."
+    ),
+}
+
+
+def diagnosis_group(
+    service: str, interval: str, diagnoses: tuple[ResolvedDiagnosis, ...]
+) -> RuleGroup:
+    """``<service>-diagnoses``: the recordings every diagnosis reads, then the alerts."""
+    names = record_names(diagnoses)
+    own = (("service", service),)
+    recordings: dict[str, RecordingRule] = {}
+    alerts = []
+    for diagnosis in diagnoses:
+        for item in diagnosis.evidence:
+            name = names[(diagnosis.name, item.quantity)]
+            recordings.setdefault(
+                name, RecordingRule(name, item.recording.expr, own, diagnosis.origin)
+            )
+        alerts.append(
+            AlertRule(
+                diagnosis.name,
+                alert_expr(diagnosis, names),
+                units.format_duration(diagnosis.for_seconds) if diagnosis.for_seconds else "",
+                diagnosis.labels,
+                diagnosis_annotations(diagnosis, names),
+                diagnosis.origin,
+            )
+        )
+    return RuleGroup(f"{service}-diagnoses", interval, (*recordings.values(), *alerts))
+
+
+def record_names(diagnoses: tuple[ResolvedDiagnosis, ...]) -> dict[tuple[str, Quantity], str]:
+    """A recording name per (diagnosis, quantity): shared when the PromQL is the same."""
+    expr_of: dict[str, str] = {}
+    out: dict[tuple[str, Quantity], str] = {}
+    for diagnosis in diagnoses:
+        for item in diagnosis.evidence:
+            name = item.recording.record
+            if expr_of.setdefault(name, item.recording.expr) != item.recording.expr:
+                snake = re.sub(r"(?<!^)(?=[A-Z])", "_", diagnosis.name).lower()
+                name = f"{name}_{snake}"
+                expr_of[name] = item.recording.expr
+            out[(diagnosis.name, item.quantity)] = name
+    return out
+
+
+def _selector(diagnosis: ResolvedDiagnosis, record: str) -> str:
+    return f"{record}{{service={promql.quote(diagnosis.service)}}}"
+
+
+def value_expr(
+    diagnosis: ResolvedDiagnosis, item: Evidence, names: Mapping[tuple[str, Quantity], str]
+) -> str:
+    """The PromQL whose value the evidence compares: the recording, or for throughput the
+    recording over its mean in the ``baseline`` before the current window."""
+    current = _selector(diagnosis, names[(diagnosis.name, item.quantity)])
+    if item.quantity != "throughput":
+        return current
+    baseline = units.format_duration(diagnosis.baseline_seconds)
+    window = units.format_duration(diagnosis.window_seconds)
+    return f"(\n  {current}\n  / (avg_over_time({current}[{baseline}] offset {window}) > 0)\n)"
+
+
+def alert_expr(diagnosis: ResolvedDiagnosis, names: Mapping[tuple[str, Quantity], str]) -> str:
+    """Every piece of evidence on the same host (and model, between vLLM quantities)."""
+    host = diagnosis.host.label
+    parts = []
+    for index, item in enumerate(diagnosis.evidence):
+        condition = (
+            f"{value_expr(diagnosis, item, names)} {item.op} {units.literal(item.threshold)}"
+        )
+        if index:
+            both_model = item.recording.by_model and diagnosis.by_model
+            on = f"{host}, model_name" if both_model else host
+            condition = f"and on ({on})\n{condition}"
+        parts.append(condition)
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class _Query:
+    """A value the description asks Prometheus for, on the alert's own host (and model)."""
+
+    item: Evidence
+    promql: str
+    args: tuple[str, ...]
+
+
+def _parts(
+    diagnosis: ResolvedDiagnosis, names: Mapping[tuple[str, Quantity], str]
+) -> list[str | _Query | Evidence]:
+    """The description as literal Go-template text, the alert's value, and queries."""
+    host = diagnosis.host.label
+    where = "{{ $labels." + host + " }}"
+    model = " of {{ $labels.model_name }}" if diagnosis.by_model else ""
+    parts: list[str | _Query | Evidence] = [f"Evidence on {where}{model}: "]
+    for index, item in enumerate(diagnosis.evidence):
+        if index:
+            parts.append("; ")
+        parts.append(go_escape(f"{item.about} is ", before_action=True))
+        if index == 0:
+            parts.append(item)
+        else:
+            record = names[(diagnosis.name, item.quantity)]
+            matchers = [f"service={promql.quote(diagnosis.service)}", f"{host}=%q"]
+            args = [f"$labels.{host}"]
+            if item.recording.by_model and diagnosis.by_model:
+                matchers.append("model_name=%q")
+                args.append("$labels.model_name")
+            parts.append(_Query(item, f"{record}{{{', '.join(matchers)}}}", tuple(args)))
+        parts.append(go_escape(f" ({_OP_TEXT[item.op]} {_human(item)})"))
+    parts.append(". " + go_escape(_CONCLUSION[diagnosis.kind]))
+    if diagnosis.explains:
+        parts.append(
+            go_escape(
+                " Held back for this host while this fires: " + ", ".join(diagnosis.explains) + "."
+            )
+        )
+    return parts
+
+
+def _human(item: Evidence) -> str:
+    return units.format_human(item.threshold, item.unit)
+
+
+def diagnosis_annotations(
+    diagnosis: ResolvedDiagnosis, names: Mapping[tuple[str, Quantity], str]
+) -> tuple[tuple[str, str], ...]:
+    """Summary and a description that walks through the evidence with its values."""
+    out = []
+    for part in _parts(diagnosis, names):
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, Evidence):
+            out.append("{{ $value | " + _FORMAT[part.unit] + " }}")
+        else:
+            call = f"query (printf `{part.promql}` {' '.join(part.args)})"
+            out.append(
+                f"{{{{ with {call} }}}}{{{{ . | first | value | {_FORMAT[part.item.unit]} }}}}"
+                "{{ else }}no data{{ end }}"
+            )
+    return (("summary", summary(diagnosis)), ("description", "".join(out)))
+
+
+def summary(diagnosis: ResolvedDiagnosis) -> str:
+    """One line naming the cause and where."""
+    where = "{{ $labels." + diagnosis.host.label + " }}"
+    model = "{{ $labels.model_name }} " if diagnosis.by_model else ""
+    return {
+        "ttft_disk_bound": f"{model}time to first token on {where} is disk-bound",
+        "throughput_network_bound": f"{model}throughput on {where} is network-bound",
+        "gpu_kernel_contention": f"GPU kernels on {where} are contended: requests wait, GPUs idle",
+    }[diagnosis.kind]
+
+
+def predict_description(
+    diagnosis: ResolvedDiagnosis,
+    labels: Mapping[str, str],
+    values: Mapping[Quantity, float],
+) -> str:
+    """The description Prometheus prints for an alert with ``labels`` when the evidence has
+    ``values`` (the generated tests' expectation)."""
+    names = record_names((diagnosis,))
+    out = []
+    first = diagnosis.evidence[0]
+    for part in _parts(diagnosis, names):
+        if isinstance(part, str):
+            out.append(gotemplate.expand(part, labels, values[first.quantity]))
+        else:
+            item = part if isinstance(part, Evidence) else part.item
+            out.append(_PYTHON_FORMAT[item.unit](values[item.quantity]))
+    return "".join(out)
+
+
+_PYTHON_FORMAT: dict[str, Callable[[float], str]] = {
+    "duration": gotemplate.humanize_duration,
+    "percent": gotemplate.humanize_percentage,
+    "number": gotemplate.humanize,
+}

@@ -1,0 +1,487 @@
+"""Generated promtool tests for diagnoses: one cause case that fires, neighbours that do not.
+
+Why: a diagnosis is only worth a page if it fires when, and only when, the cause and the
+symptom are on the same host. Each test puts several hosts side by side, each behind three
+exporters with different ``instance`` ports: the cause case, the symptom without the cause,
+the cause on another host, and the kind's own near misses. When the alert fires, and with
+which values in its description, comes from an exact model of the series (rates of
+piecewise-linear counters, histogram interpolation, ``avg_over_time`` of a recording, the
+``for`` state), never from the rules themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from rulegen import gotemplate, promql, units
+from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
+from rulegen.diagnosis.resolve import GENERATION_TOKENS, REQUESTS_WAITING, TTFT_METRIC
+from rulegen.diagnosis.rules import predict_description, summary
+from rulegen.errors import Diagnostic, SpecError
+from rulegen.model import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
+from rulegen.synth import SynthError, histogram_plan
+
+MODEL = "deepseek-v4"
+PER_STEP = 200  # TTFT observations per scrape
+TOKENS = Fraction(1000)  # generation tokens/s before a drop
+LINK = Fraction(12_500_000_000)  # node_network_speed_bytes of a 100 Gb/s NIC
+_FACTORS = (Fraction(1, 2), Fraction(2, 5), Fraction(3, 5), Fraction(3, 10), Fraction(7, 10))
+
+
+@dataclass(frozen=True)
+class _Host:
+    """One host of a test and, per quantity, whether its evidence holds ("fire"), fails
+    ("quiet"), or the quantity reads 0 ("idle")."""
+
+    name: str
+    plan: Mapping[Quantity, str]
+
+
+# Per kind: the firing host first, then the neighbours that must stay silent.
+_HOSTS: dict[str, tuple[_Host, ...]] = {
+    "ttft_disk_bound": (
+        _Host("slow TTFT and busy disk on the same host", {"ttft": "fire", "disk": "fire"}),
+        _Host("slow TTFT, disk below the threshold", {"ttft": "fire", "disk": "quiet"}),
+        _Host("slow TTFT, idle disk", {"ttft": "fire", "disk": "idle"}),
+        _Host("busy disk on another host, fast TTFT", {"ttft": "quiet", "disk": "fire"}),
+    ),
+    "throughput_network_bound": (
+        _Host(
+            "throughput drop and saturated NIC on the same host, TTFT fine",
+            {"throughput": "fire", "network": "fire", "ttft": "fire"},
+        ),
+        _Host(
+            "throughput drop, NIC below the threshold",
+            {"throughput": "fire", "network": "quiet", "ttft": "fire"},
+        ),
+        _Host(
+            "throughput drop and saturated NIC, but TTFT slow",
+            {"throughput": "fire", "network": "fire", "ttft": "quiet"},
+        ),
+        _Host(
+            "saturated NIC on another host, throughput steady",
+            {"throughput": "quiet", "network": "fire", "ttft": "fire"},
+        ),
+        _Host(
+            "throughput drop, idle NIC",
+            {"throughput": "fire", "network": "idle", "ttft": "fire"},
+        ),
+    ),
+    "gpu_kernel_contention": (
+        _Host(
+            "idle GPUs with requests waiting, disk and network fine",
+            {"gpu": "fire", "waiting": "fire", "disk": "fire", "network": "fire"},
+        ),
+        _Host(
+            "idle GPUs, no request waiting",
+            {"gpu": "fire", "waiting": "quiet", "disk": "fire", "network": "fire"},
+        ),
+        _Host(
+            "idle GPUs with requests waiting, busy disk",
+            {"gpu": "fire", "waiting": "fire", "disk": "quiet", "network": "fire"},
+        ),
+        _Host(
+            "idle GPUs with requests waiting, saturated NIC",
+            {"gpu": "fire", "waiting": "fire", "disk": "fire", "network": "quiet"},
+        ),
+        _Host(
+            "busy GPUs with requests waiting",
+            {"gpu": "quiet", "waiting": "fire", "disk": "fire", "network": "fire"},
+        ),
+    ),
+}
+
+
+def diagnosis_tests(
+    diagnoses: tuple[ResolvedDiagnosis, ...], evaluation: Decimal, scrape: Decimal
+) -> tuple[TestCase, ...]:
+    """One promtool test case per diagnosis; errors name the diagnosis."""
+    cases = []
+    failures = []
+    for diagnosis in diagnoses:
+        try:
+            cases.append(diagnosis_test(diagnosis, evaluation, scrape))
+        except SynthError as exc:
+            o = diagnosis.origin
+            message = f"cannot generate a test for {diagnosis.name}: {exc}"
+            failures.append(Diagnostic(o.file, o.line, o.col, o.path, message))
+    if failures:
+        raise SpecError(failures)
+    return tuple(cases)
+
+
+def diagnosis_test(diagnosis: ResolvedDiagnosis, evaluation: Decimal, scrape: Decimal) -> TestCase:
+    """The test case: the first host fires after ``for``, with exact labels and text."""
+    problem = "the test values meet a threshold exactly"
+    for factor in _FACTORS:
+        model = _Model(diagnosis, Fraction(evaluation), Fraction(scrape), factor)
+        try:
+            return model.test_case()
+        except _Retry as exc:
+            problem = str(exc)
+    raise SynthError(f"{problem}; move the thresholds slightly")
+
+
+class _Retry(Exception):
+    """These test values cannot give an exact expectation; try the next factor."""
+
+
+class _Model:
+    """Series and an exact model of the diagnosis over time for one choice of test values."""
+
+    def __init__(
+        self, diagnosis: ResolvedDiagnosis, evaluation: Fraction, scrape: Fraction, f: Fraction
+    ) -> None:
+        self.d, self.eval, self.scrape, self.factor = diagnosis, evaluation, scrape, f
+        self.window = Fraction(diagnosis.window_seconds)
+        self.hosts = _HOSTS[diagnosis.kind]
+        self.evidence = {e.quantity: e for e in diagnosis.evidence}
+        # A drop in throughput starts once the baseline holds only settled samples.
+        baseline = Fraction(diagnosis.baseline_seconds)
+        self.drop = _ceil(baseline + self.window, scrape) if "throughput" in self.evidence else 0
+        self.ttft = self._ttft_values()
+        # GPUs stay busy until every rate window is full: before that a busy disk or NIC
+        # still reads low and would look "fine".
+        self.gpu_on = _ceil(self.window, scrape)
+        self._prefix: dict[str, list[tuple[Fraction, int]]] = {}
+
+    # --- values ------------------------------------------------------------------------
+
+    def _ttft_values(self) -> dict[str, Fraction]:
+        item = self.evidence.get("ttft")
+        if item is None:
+            return {}
+        plan = histogram_plan(self.d.ttft_buckets, item.threshold, self.d.quantile)
+        assert plan.fire_bucket is not None
+        assert plan.quiet_bucket is not None
+        return {
+            "fire": Fraction(plan.fire),
+            "quiet": Fraction(plan.quiet),
+            "fire_bucket": Fraction(plan.fire_bucket),
+            "quiet_bucket": Fraction(plan.quiet_bucket),
+        }
+
+    def target(self, item: Evidence, state: str) -> Fraction:
+        """The settled value of a quantity in a host's state."""
+        threshold = Fraction(item.threshold)
+        if state == "idle":
+            return Fraction(0)
+        if item.quantity == "ttft":
+            return self.ttft["fire" if (state == "fire") == (item.op == ">") else "quiet"]
+        satisfied = state == "fire"
+        if item.quantity == "waiting":
+            return threshold + 5 if satisfied == (item.op == ">") else threshold
+        if item.op == ">":
+            return threshold + (1 - threshold) * self.factor if satisfied else threshold * 9 / 10
+        if item.op == "<":
+            return threshold * self.factor if satisfied else (threshold + 1) / 2
+        # "<=": fine when satisfied; well above otherwise (still below 100%).
+        return threshold * self.factor if satisfied else threshold + (1 - threshold) / 2
+
+    def value(self, quantity: Quantity, host: _Host, t: Fraction) -> Fraction | None:
+        """What the recording (or, for throughput, the ratio) reads at evaluation ``t``."""
+        item = self.evidence[quantity]
+        state = host.plan[quantity]
+        if quantity == "gpu" and t < self.gpu_on:
+            return self.target(item, "quiet")
+        if quantity in ("gpu", "waiting"):
+            return self.target(item, state)
+        if t < self.scrape:
+            return None  # one sample: no rate yet
+        if quantity == "ttft":
+            return self.target(item, state)
+        if quantity == "throughput":
+            return self._throughput_ratio(host, t)
+        level = self.target(item, state)
+        return level * min(t, self.window) / self.window
+
+    def tokens_rate(self, host: _Host, t: Fraction) -> Fraction | None:
+        if t < self.scrape:
+            return None
+        return (self._tokens(host, t) - self._tokens(host, max(t - self.window, Fraction(0)))) / (
+            self.window
+        )
+
+    def _tokens_after(self, host: _Host) -> Fraction:
+        item = self.evidence["throughput"]
+        return TOKENS * self.target(item, host.plan["throughput"]) if self._drops(host) else TOKENS
+
+    def _drops(self, host: _Host) -> bool:
+        return host.plan["throughput"] == "fire"
+
+    def _tokens(self, host: _Host, t: Fraction) -> Fraction:
+        if t <= self.drop:
+            return TOKENS * t
+        return TOKENS * self.drop + self._tokens_after(host) * (t - self.drop)
+
+    def _throughput_ratio(self, host: _Host, t: Fraction) -> Fraction | None:
+        """The recording now over its mean in [t - window - baseline, t - window], as
+        ``avg_over_time`` reads the recorded samples (closed range)."""
+        current = self.tokens_rate(host, t)
+        baseline = Fraction(self.d.baseline_seconds)
+        start, end = t - self.window - baseline, t - self.window
+        if current is None or end < 0:
+            return None
+        first = max(0, int(-(-start // self.eval)))
+        last = int(end // self.eval)
+        total, count = self._recorded(host, last)
+        if first:
+            before, before_count = self._recorded(host, first - 1)
+            total, count = total - before, count - before_count
+        if not count or total <= 0:
+            return None
+        return current / (total / count)
+
+    def _recorded(self, host: _Host, index: int) -> tuple[Fraction, int]:
+        """Sum and number of the recorded rates at evaluations 0..index (prefix sums, so a
+        day-long baseline stays linear)."""
+        sums = self._prefix.setdefault(host.name, [])
+        while len(sums) <= index:
+            rate = self.tokens_rate(host, self.eval * len(sums))
+            total, count = sums[-1] if sums else (Fraction(0), 0)
+            sums.append((total + rate, count + 1) if rate is not None else (total, count))
+        return sums[index]
+
+    # --- the alert over time ---------------------------------------------------------
+
+    def holds(self, host: _Host, t: Fraction) -> bool:
+        for item in self.d.evidence:
+            v = self.value(item.quantity, host, t)
+            if v is None:
+                return False
+            threshold = Fraction(item.threshold)
+            exact = item.quantity == "waiting"  # a count: no float noise to fear
+            if not exact and abs(v - threshold) <= abs(threshold) * Fraction(1, 10**9):
+                raise _Retry(f"{item.quantity} meets its threshold exactly at {float(t)}s")
+            if not {">": v > threshold, "<": v < threshold, "<=": v <= threshold}[item.op]:
+                return False
+        return True
+
+    def test_case(self) -> TestCase:
+        fire_at, active_at, pending = self._run()
+        steps = int(fire_at / self.scrape) + 2
+        series = tuple(
+            s for n, host in enumerate(self.hosts, 1) for s in self._series(n, host, steps)
+        )
+        expected = self._expected(fire_at)
+        checks = []
+        exprs = []
+        name = self.d.name
+        if fire_at > 0:
+            checks.append(
+                AlertCheck(
+                    _t(fire_at - self.eval), name, (), "no host fires one evaluation earlier"
+                )
+            )
+        checks.append(
+            AlertCheck(
+                _t(fire_at), name, (expected,),
+                "fires for the first host only, with the evidence in its description",
+            )
+        )  # fmt: skip
+        if self.d.for_seconds > 0:
+            samples = tuple(
+                (_selector("ALERTS", {**self._labels(n), "alertname": name,
+                                      "alertstate": "pending"}), "1")
+                for n in pending
+            )  # fmt: skip
+            exprs.append(
+                ExprCheck(
+                    _t(active_at),
+                    f'ALERTS{{alertname="{name}", alertstate="pending"}}',
+                    tuple(sorted(samples)),
+                    "pending from the first evaluation that sees all the evidence",
+                )
+            )
+        quiet = "; ".join(h.name for h in self.hosts[1:])
+        title = f"{name}: fires for {self.hosts[0].name}; silent for: {quiet}"
+        evaluations = int(fire_at / self.eval) + 1
+        return TestCase(
+            title, units.format_duration(Decimal(self.scrape.numerator) / self.scrape.denominator),
+            series, tuple(checks), tuple(exprs), evaluations,
+        )  # fmt: skip
+
+    def _run(self) -> tuple[Fraction, Fraction, list[int]]:
+        """Simulate every host's alert state; returns when the first host fires, when it
+        became pending, and which hosts are pending then."""
+        for_seconds = Fraction(self.d.for_seconds)
+        active: dict[int, Fraction] = {}
+        history: dict[Fraction, list[int]] = {}
+        t = Fraction(0)
+        limit = self.drop + 4 * self.window + for_seconds + 100 * self.eval
+        while t <= limit:
+            for n, host in enumerate(self.hosts, 1):
+                if self.holds(host, t):
+                    active.setdefault(n, t)
+                else:
+                    active.pop(n, None)
+            history[t] = sorted(active)
+            firing = [n for n, since in active.items() if t - since >= for_seconds]
+            if firing:
+                if firing != [1]:
+                    names = ", ".join(self.hosts[n - 1].name for n in firing if n != 1)
+                    raise SynthError(f"the test's neighbour hosts would fire too ({names})")
+                started = active[1]
+                return t, started, history[started]
+            t += self.eval
+        raise SynthError("the synthetic series never make the diagnosis fire")
+
+    # --- series and expectations ---------------------------------------------------------
+
+    def _host_value(self, n: int) -> str:
+        return f"gpu-node-{n}"
+
+    def _base(self, n: int, port: int, family: str) -> dict[str, str]:
+        labels = {"instance": f"{self._host_value(n)}:{port}"}
+        if not self.d.host.derived:
+            labels[self.d.host.label] = self._host_value(n)
+        matchers = self.d.selectors.get(family, ())
+        try:
+            return promql.satisfy(matchers, labels)
+        except ValueError as exc:
+            raise SynthError(f"selectors.{family}: {exc}") from None
+
+    def _series(self, n: int, host: _Host, steps: int) -> list[InputSeries]:
+        out: list[InputSeries] = []
+        for quantity, state in host.plan.items():
+            out.extend(self._quantity_series(n, quantity, state, host, steps))
+        return out
+
+    def _quantity_series(
+        self, n: int, quantity: Quantity, state: str, host: _Host, steps: int
+    ) -> list[InputSeries]:
+        item = self.evidence[quantity]
+        s = self.scrape
+        if quantity == "ttft":
+            labels = {**self._base(n, 8000, "vllm"), "model_name": MODEL}
+            return self._histogram(labels, item, state, steps)
+        if quantity == "throughput":
+            labels = {**self._base(n, 8000, "vllm"), "model_name": MODEL}
+            k = int(self.drop / s)
+            first = f"0+{_num(TOKENS * s)}x{k}"
+            after = self._tokens_after(host) * s
+            rest = f"{_num(TOKENS * s * k + after)}+{_num(after)}x{max(steps - k - 1, 0)}"
+            return [InputSeries(_selector(GENERATION_TOKENS, labels), f"{first} {rest}")]
+        level = self.target(item, state)
+        if quantity == "waiting":
+            labels = {**self._base(n, 8000, "vllm"), "model_name": MODEL}
+            return [InputSeries(_selector(REQUESTS_WAITING, labels), f"{_num(level)}+0x{steps}")]
+        if quantity == "gpu":
+            scale = Fraction(self.d.gpu_scale)
+            busy = self.target(item, "quiet") * scale
+            k = int(self.gpu_on / s)
+            values = f"{_num(busy)}+0x{k - 1} {_num(level * scale)}+0x{max(steps - k, 0)}"
+            return [
+                InputSeries(
+                    _selector(self.d.gpu_metric,
+                              {**self._base(n, 9400, "dcgm"), "gpu": str(g), "UUID": f"GPU-{g}"}),
+                    values,
+                )
+                for g in (0, 1)
+            ]  # fmt: skip
+        node = self._base(n, 9100, "node")
+        if quantity == "disk":
+            labels = {**node, "device": self.d.disk_device}
+            return [
+                InputSeries(
+                    _selector("node_disk_io_time_seconds_total", labels),
+                    f"0+{_num(level * s)}x{steps}",
+                )
+            ]
+        labels = {**node, "device": self.d.nic_device}
+        speed = Fraction(self.d.link_speed) if self.d.link_speed is not None else LINK
+        out = [
+            InputSeries(
+                _selector("node_network_receive_bytes_total", labels),
+                f"0+{_num(level * speed * s)}x{steps}",
+            ),
+            InputSeries(_selector("node_network_transmit_bytes_total", labels), f"0+0x{steps}"),
+        ]
+        if self.d.link_speed is None:
+            out.append(
+                InputSeries(
+                    _selector("node_network_speed_bytes", labels), f"{_num(LINK)}+0x{steps}"
+                )
+            )
+        return out
+
+    def _histogram(
+        self, labels: dict[str, str], item: Evidence, state: str, steps: int
+    ) -> list[InputSeries]:
+        value = self.target(item, state)
+        bucket = (
+            self.ttft["fire_bucket"] if value == self.ttft["fire"] else self.ttft["quiet_bucket"]
+        )
+        out = []
+        for bound in self.d.ttft_buckets:
+            count = PER_STEP if Fraction(bound) >= bucket else 0
+            out.append(
+                InputSeries(
+                    _selector(f"{TTFT_METRIC}_bucket", {**labels, "le": repr(float(bound))}),
+                    f"0+{count}x{steps}",
+                )
+            )
+        inf = {**labels, "le": "+Inf"}
+        out.append(InputSeries(_selector(f"{TTFT_METRIC}_bucket", inf), f"0+{PER_STEP}x{steps}"))
+        return out
+
+    def _labels(self, n: int) -> dict[str, str]:
+        labels = dict(self.d.labels)
+        labels[self.d.host.label] = self._host_value(n)
+        if self.d.by_model:
+            labels["model_name"] = MODEL
+        return labels
+
+    def _expected(self, at: Fraction) -> ExpectedAlert:
+        labels = self._labels(1)
+        values: dict[Quantity, float] = {}
+        for item in self.d.evidence:
+            exact = self.value(item.quantity, self.hosts[0], at)
+            assert exact is not None
+            values[item.quantity] = _stable(exact, item.unit)
+        first = values[self.d.evidence[0].quantity]
+        texts = {
+            "summary": gotemplate.expand(summary(self.d), labels, first),
+            "description": predict_description(self.d, labels, values),
+        }
+        annotations = tuple(sorted(texts.items()))
+        return ExpectedAlert(tuple(sorted(labels.items())), annotations)
+
+
+_FORMATS: dict[str, Callable[[float], str]] = {
+    "duration": gotemplate.humanize_duration,
+    "percent": gotemplate.humanize_percentage,
+    "number": gotemplate.humanize,
+}
+
+
+def _stable(value: Fraction, unit: str) -> float:
+    """The value as a float, if Prometheus prints it the same whatever its last bits."""
+    fmt = _FORMATS[unit]
+    number = float(value)
+    if fmt(number * (1 + 1e-12)) != fmt(number * (1 - 1e-12)):
+        raise _Retry(f"the test value {number} sits on a rounding tie of Prometheus' formatting")
+    return number
+
+
+def _ceil(value: Fraction, step: Fraction) -> Fraction:
+    return -(-value // step) * step
+
+
+def _num(value: Fraction) -> str:
+    decimal = Decimal(value.numerator) / Decimal(value.denominator)
+    if Fraction(decimal) != value:
+        raise _Retry(f"the test value {float(value)} is not a terminating decimal")
+    return units.literal(decimal)
+
+
+def _t(seconds: Fraction) -> str:
+    return units.format_duration(Decimal(seconds.numerator) / Decimal(seconds.denominator))
+
+
+def _selector(name: str, labels: Mapping[str, str]) -> str:
+    inner = ", ".join(f"{k}={promql.quote(v)}" for k, v in sorted(labels.items()))
+    return f"{name}{{{inner}}}"

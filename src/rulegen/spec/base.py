@@ -1,0 +1,25 @@
+"""Types shared by every part of the spec: strict immutable models, unit-typed values.
+
+Why: the alert, SLO and diagnosis models all take durations and scalars whose unit decides
+how they parse; the check and its message live in the resolvers, not in pydantic's unions.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
+
+# Values whose type depends on a unit are checked by ``rulegen.resolve`` with the unit's own
+# message ("invalid duration 5 (expected … 30s, 5m)"), not by pydantic's union of types.
+Duration = Annotated[Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+[smhdwy]"})]
+Scalar = Annotated[Any, WithJsonSchema({"type": ["string", "number"]})]
+ALERT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SERVICE_NAME = r"^[a-z0-9][a-z0-9-]*$"
+SLO_NAME = r"^[a-z0-9][a-z0-9_-]*$"
+
+
+class SpecBase(BaseModel):
+    """Every spec model rejects unknown keys and is immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

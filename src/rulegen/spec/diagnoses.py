@@ -1,0 +1,75 @@
+"""The ``diagnoses:`` entries of a service spec: the incident decision tree, one kind each.
+
+Why: each kind names a cause ("the disk", "the network", "GPU kernels") and the evidence that
+proves it on one host; its keys are the thresholds of that evidence, with the defaults from the
+users' incident notes, so the common case is one line (``- kind: ttft_disk_bound``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, WithJsonSchema
+
+from rulegen.spec.base import ALERT_NAME, Duration, Scalar, SpecBase
+
+Regex = Annotated[Any, WithJsonSchema({"type": "string"})]
+# Physical block devices: device-mapper, md, loop and zram devices repeat the I/O of others.
+DISK_DEVICES = "nvme.+|sd[a-z]+|vd[a-z]+|xvd[a-z]+"
+VIRTUAL_NICS = "lo|veth.*|docker.*|cni.*|flannel.*|cali.*|virbr.*|br-.*"
+
+
+class DiagnosisBase(SpecBase):
+    """Keys every diagnosis accepts: how its alert is named, labelled and delayed."""
+
+    name: str | None = Field(default=None, pattern=ALERT_NAME)
+    severity: Literal["critical", "warning", "info"] | None = None
+    for_: Duration = Field(default="5m", alias="for")
+    window: Duration = "5m"
+    labels: dict[str, str] = {}
+
+
+class TTFTDiskBound(DiagnosisBase):
+    """TTFT quantile above ``ttft`` while the busiest disk of the same host is above
+    ``disk_utilization`` (iostat %util)."""
+
+    kind: Literal["ttft_disk_bound"]
+    ttft: Duration = "500ms"
+    quantile: Scalar = 0.99
+    disk_utilization: Scalar = "70%"
+    disk_devices: Regex = DISK_DEVICES
+
+
+class ThroughputNetworkBound(DiagnosisBase):
+    """Generation throughput below ``throughput`` of its baseline, the busiest physical NIC of
+    the same host above ``network_utilization``, and TTFT still at or below ``ttft``."""
+
+    kind: Literal["throughput_network_bound"]
+    throughput: Scalar = "70%"
+    baseline: Duration = "1h"
+    network_utilization: Scalar = "80%"
+    ttft: Duration = "500ms"
+    quantile: Scalar = 0.99
+    link_speed: Scalar = None
+    virtual_devices: Regex = VIRTUAL_NICS
+
+
+class GpuKernelContention(DiagnosisBase):
+    """Mean GPU utilisation of a host below ``gpu_utilization`` while more than
+    ``requests_waiting`` requests wait, and disk and network of the host are fine."""
+
+    kind: Literal["gpu_kernel_contention"]
+    gpu_utilization: Scalar = "50%"
+    gpu_metric: str = "DCGM_FI_DEV_GPU_UTIL"
+    gpu_scale: Scalar = 100
+    requests_waiting: Scalar = 0
+    disk_utilization: Scalar = "70%"
+    disk_devices: Regex = DISK_DEVICES
+    network_utilization: Scalar = "80%"
+    link_speed: Scalar = None
+    virtual_devices: Regex = VIRTUAL_NICS
+
+
+DiagnosisSpec = Annotated[
+    TTFTDiskBound | ThroughputNetworkBound | GpuKernelContention, Field(discriminator="kind")
+]
