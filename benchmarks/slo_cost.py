@@ -42,26 +42,29 @@ target fails or rulegen's rules cannot be built or measured.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import promql_parser as pp
 import yaml
+
+from rulegen.validate.history import (
+    BACKFILL_FILE,
+    BACKFILL_GROUP,
+    MAX_POINTS,
+    PrometheusServer,
+    move_blocks,
+    promtool,
+    running,
+)
 
 SLOTH_RULES = Path("/work/shared/anchors/sloth/_gen/getting-started.yml")
 SLI_METRIC = "slo:sli_error:ratio_rate30d"
@@ -94,20 +97,13 @@ TARGET_SAMPLES_RATIO = 0.1
 TARGET_SAMPLES_AT = 100
 TARGET_SLI_REL_ERROR = 0.005
 
-# `promtool tsdb create-blocks-from rules` evaluates a group at `slot + offset`, where offset
-# is xxhash64("file\xff<file>\xffname\xff<group>\xff") mod interval: Prometheus' per-group
-# evaluation jitter. rulegen assumes evaluations at exact multiples of the interval, so every
-# backfill uses a rules file named BACKFILL_FILE holding one group named BACKFILL_GROUP,
-# whose offset is 87 microseconds for any interval dividing 60s (rounded away by the API's
-# millisecond timestamps). `_check_alignment` verifies it on the backfilled data.
-BACKFILL_FILE = "rules.yml"
-BACKFILL_GROUP = "backfill-1149011"
+# Backfills use rulegen.validate.history's BACKFILL_FILE/BACKFILL_GROUP, whose evaluation
+# jitter rounds to zero, so samples land on exact minutes; `_check_alignment` verifies it.
 # The hidden --max-block-duration flag of promtool: one long block for the raw data (promtool
 # re-reads the whole OpenMetrics file once per block), 162h blocks for the rules (one
 # query_range per block: 162h / 60s = 9720 steps, below the API's 11,000-point limit).
 RAW_BLOCK = "1458h"
 RULE_BLOCKS_H = (2, 6, 18, 54, 162)
-MAX_POINTS = 11000
 
 
 # --------------------------------------------------------------------------- synthetic data
@@ -415,120 +411,10 @@ def _spans(rule_set: RuleSet) -> None:
 # --------------------------------------------------------------------------- prometheus
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Prometheus:
-    """A Prometheus server on a data directory, without scrape targets or rules."""
-
-    def __init__(self, data_dir: Path, workdir: Path) -> None:
-        self.data_dir = data_dir
-        self.config = workdir / "prometheus.yml"
-        self.config.write_text(
-            f"global:\n  scrape_interval: {STEP}s\n  evaluation_interval: {STEP}s\n"
-        )
-        self.log = workdir / "prometheus.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    def start(self) -> None:
-        """Start on a free port and wait until /-/ready answers."""
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [
-                    "prometheus",
-                    f"--config.file={self.config}",
-                    f"--storage.tsdb.path={self.data_dir}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                    "--storage.tsdb.retention.time=60d",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"prometheus exited with {self.proc.returncode}:\n{tail}")
-            try:
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=5) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("prometheus did not become ready within 120s")
-
-    def stop(self) -> None:
-        """Terminate (then kill after 30s) the server, if running."""
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-    def query(self, expr: str, at: float, stats: bool = False) -> dict[str, Any]:
-        """Instant query at ``at``; returns the response's ``data``."""
-        params = {"query": expr, "time": f"{at:.3f}"}
-        if stats:
-            params["stats"] = "all"
-        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode(params)}"
-        try:
-            with urllib.request.urlopen(url, timeout=300) as response:
-                body = json.load(response)
-        except urllib.error.HTTPError as err:
-            raise RuntimeError(
-                f"query failed ({err.code}): {err.read().decode()[:500]}\n{expr}"
-            ) from err
-        except (urllib.error.URLError, OSError) as err:
-            raise RuntimeError(f"query failed: {err}\n{expr}") from err
-        data: dict[str, Any] = body["data"]
-        return data
-
-
-@contextmanager
-def running(data_dir: Path, workdir: Path) -> Iterator[Prometheus]:
-    """A started Prometheus, stopped on exit (errors included)."""
-    server = Prometheus(data_dir, workdir)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-
-
-def _promtool(args: list[str], cwd: Path | None = None) -> None:
-    proc = subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"promtool {' '.join(args)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-        )
-
-
-def _move_blocks(source: Path, data_dir: Path) -> int:
-    moved = 0
-    if source.is_dir():
-        for block in source.iterdir():
-            if (block / "meta.json").is_file():
-                shutil.move(str(block), data_dir / block.name)
-                moved += 1
-    return moved
-
-
 # --------------------------------------------------------------------------- backfill
 
 
-def backfill(server: Prometheus, rule_set: RuleSet, workdir: Path) -> list[str]:
+def backfill(server: PrometheusServer, rule_set: RuleSet, workdir: Path) -> list[str]:
     """Backfill the needed recordings level by level; returns their record names.
 
     promtool evaluates a rule against the server, so a recording that reads another
@@ -549,7 +435,7 @@ def backfill(server: Prometheus, rule_set: RuleSet, workdir: Path) -> list[str]:
             run_dir.mkdir()
             (run_dir / BACKFILL_FILE).write_text(_rules_file(rules, interval))
             block_h = max(h for h in RULE_BLOCKS_H if h * 3600 // interval <= MAX_POINTS)
-            _promtool(
+            promtool(
                 [
                     "tsdb",
                     "create-blocks-from",
@@ -568,7 +454,7 @@ def backfill(server: Prometheus, rule_set: RuleSet, workdir: Path) -> list[str]:
             outputs.append(run_dir / "out")
         server.stop()
         for output in outputs:
-            _move_blocks(output, server.data_dir)
+            move_blocks(output, server.data_dir)
         server.start()
     names = sorted({str(rule.record) for rule in todo})
     _check_alignment(server, names)
@@ -586,7 +472,7 @@ def _rules_file(rules: list[Rule], interval: int) -> str:
     return yaml.safe_dump({"groups": [group]}, sort_keys=False)
 
 
-def _check_alignment(server: Prometheus, names: list[str]) -> None:
+def _check_alignment(server: PrometheusServer, names: list[str]) -> None:
     """Every backfilled recording must have its last sample exactly at T."""
     for name in names:
         result = server.query(f'timestamp({{__name__="{name}"}})', T)["result"]
@@ -629,7 +515,7 @@ def _summary(result: list[dict[str, Any]]) -> str:
     return values[0] + more
 
 
-def measure(server: Prometheus, rule_set: RuleSet, measurement: Measurement) -> None:
+def measure(server: PrometheusServer, rule_set: RuleSet, measurement: Measurement) -> None:
     """Query every rule expression at T with stats; read the reported 30-day SLI."""
     passes: list[tuple[float, float]] = []
     for repeat in range(REPEAT):
@@ -670,7 +556,7 @@ def _check_result(rule: Rule, result: list[dict[str, Any]], measurement: Measure
             measurement.notes.append(f"recording {rule.title} is NaN at T for {item['metric']}")
 
 
-def check_raw(server: Prometheus, exact: Exact) -> None:
+def check_raw(server: PrometheusServer, exact: Exact) -> None:
     """Harness self-check: the backfilled raw counters must hold exactly the generated
     traffic (increase() over the aligned 30d window is exact, resets included)."""
     result = server.query(RAW_RATIO, T)["result"]
@@ -723,7 +609,7 @@ def _raw_data(n_series: int, base: Path, scrape_offset: int) -> tuple[Path, Exac
     openmetrics = base / "raw.om"
     exact = write_openmetrics(openmetrics, n_series, scrape_offset)
     raw = base / "raw"
-    _promtool(
+    promtool(
         [
             "tsdb",
             "create-blocks-from",
@@ -732,7 +618,8 @@ def _raw_data(n_series: int, base: Path, scrape_offset: int) -> tuple[Path, Exac
             f"--max-block-duration={RAW_BLOCK}",
             str(openmetrics),
             str(raw),
-        ]
+        ],
+        base,
     )
     openmetrics.unlink()
     return raw, exact

@@ -42,7 +42,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: 
 def test_check_is_green_on_a_clean_tree(in_tmp: Path, cli: Cli) -> None:
     _copy_example(in_tmp)
     result = cli("build", "--check")
-    assert (result.code, result.out.strip()) == (0, "rules: up to date (11 files)")
+    assert (result.code, result.out.strip()) == (0, "rules: up to date (13 files)")
 
 
 def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: Cli) -> None:
@@ -53,14 +53,16 @@ def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: C
     result = cli("build", "--check")
     assert result.code == 1
     assert (
-        '-    expr: label_replace(instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"}'
+        "-    expr: label_replace("
+        'instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"}'
         ' > 0.005, "host", "$1", "instance", "(.+?)(?::[0-9]+)?")\n' in result.out
     )
     assert (
-        '+    expr: label_replace(instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"}'
+        "+    expr: label_replace("
+        'instance_device:node_disk_await_seconds:rate1m{service="deepseek-v4"}'
         ' > 0.007, "host", "$1", "instance", "(.+?)(?::[0-9]+)?")\n' in result.out
     )
-    assert result.out.startswith("--- a/rules/prometheus/deepseek-v4.rules.yml\n")
+    assert result.out.startswith("--- a/rules/grafana/deepseek-v4.json\n")  # sorted paths
     assert "output is stale" in result.err
     assert _snapshot(in_tmp / "rules") == before
 

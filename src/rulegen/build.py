@@ -17,11 +17,13 @@ from pydantic import ValidationError
 
 from rulegen import units
 from rulegen.catalog import Catalog
+from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
 from rulegen.diagnosis.tests import diagnosis_tests
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
 from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
-from rulegen.output import dump_yaml
+from rulegen.output import dump_json, dump_yaml
+from rulegen.render.grafana import dashboard_json, provisioning
 from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
 from rulegen.resolve import ResolvedSpec, build_groups, resolve_spec
@@ -37,7 +39,7 @@ from rulegen.spec.models import spec_model
 from rulegen.synth import build_tests
 from rulegen.validate import promtool
 
-OWNED = ("prometheus", "tests", "alertmanager")
+OWNED = ("prometheus", "tests", "alertmanager", "grafana")
 # promtool evaluates every rule of the file at every step of every test: about a million rule
 # evaluations a minute on one core; this keeps a build well inside promtool's timeout.
 MAX_TEST_COST = 5_000_000
@@ -187,9 +189,15 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
             diagnostics.extend(exc.diagnostics)
             continue
         result.services.append(service)
-        result.files.update(_service_files(service, spec, _header_source(spec.source, root)))
+        source = _header_source(spec.source, root)
+        result.files.update(_service_files(service, spec, source))
+        result.files[f"grafana/{spec.service}.json"] = dump_json(
+            dashboard_json(service_dashboard(spec, source))
+        )
     if diagnostics:
         raise SpecError(diagnostics)
+    if specs:
+        result.files["grafana/provisioning.yaml"] = dump_yaml(provisioning(), "rulegen")
     if loaded.routing is not None:
         _add_routing(result, loaded.routing, root)
     for path in inputs.user_tests:

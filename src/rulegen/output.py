@@ -1,4 +1,4 @@
-"""Serialisation and disk: one YAML writer, generated-file headers, atomic writes, drift diffs.
+"""Serialisation and disk: one YAML and one JSON writer, headers, atomic writes, drift diffs.
 
 Why: CI compares committed output byte for byte, so every file goes through the same dumper
 with fixed options, and a failed build must never leave a half-written ``rules/``.
@@ -7,6 +7,7 @@ with fixed options, and a failed build must never leave a half-written ``rules/`
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -51,6 +52,12 @@ def dump_yaml(data: Any, source: str) -> str:
         default_flow_style=False,
     )
     return header(source) + body
+
+
+def dump_json(data: Any) -> str:
+    """Serialise ``data`` as JSON deterministically (sorted keys; JSON has no comments, so
+    the generated-file note lives inside the data)."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def write_tree(

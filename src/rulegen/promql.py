@@ -238,6 +238,19 @@ def _type_of(node: Any) -> str:
 _SELECTOR = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
 
 
+def split_comparison(expr: str) -> tuple[str, str, Decimal] | None:
+    """``X > 85`` → (``X``, ``>``, 85): the quantity and threshold of a top-level comparison
+    with a number (no ``bool``), or ``None`` for any other expression."""
+    parsed = promql_parser.parse(expr)
+    if not isinstance(parsed, promql_parser.BinaryExpr) or parsed.modifier is not None:
+        return None
+    if str(parsed.op) not in (">", "<", ">=", "<=") or not isinstance(
+        parsed.rhs, promql_parser.NumberLiteral
+    ):
+        return None
+    return str(parsed.lhs), str(parsed.op), Decimal(repr(parsed.rhs.val)).normalize()
+
+
 def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
     """``name{a="b"}`` into its metric name and matchers; anything else raises ``ValueError``.
 

@@ -124,7 +124,7 @@ def resolve_spec(
         slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     if evaluation is not None and scrape is not None:
-        signals = {a.name: a.signal.signal for a in alerts if a.signal is not None}
+        signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
         diagnoses = resolve_diagnoses(
             col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
         )
@@ -311,6 +311,21 @@ def _render_expressions(
     return quantity, record
 
 
+def render_quantity(
+    alert: ResolvedAlert, extra: tuple[promql.Matcher, ...], host_label: str | None
+) -> str:
+    """The alert's quantity with ``extra`` matchers on every selector (a dashboard's filters).
+
+    Only for catalog alerts; the template rendered before, so it cannot fail now.
+    """
+    signal = alert.signal
+    assert signal is not None
+    fixed = {"window": alert.window, **alert.params}
+    host_by = f", {host_label}" if host_label else ""
+    context = {**fixed, "sel": _sel(alert.selector_matchers + extra), "host_by": host_by}
+    return render_promql(signal.expr, context)
+
+
 def _default_texts(
     ctx: _AlertContext, signal: SignalDef, context: Mapping[str, Any]
 ) -> tuple[str, str] | None:
@@ -477,7 +492,7 @@ def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[Rul
     for alert in spec.alerts:
         by_family.setdefault(alert.signal.family if alert.signal else "custom", []).append(alert)
     order = [f for f in (*family_order, "custom") if f in by_family]
-    records = _record_names(spec.alerts)
+    records = record_names(spec.alerts)
     groups = []
     for family in order:
         recordings: dict[str, RecordingRule] = {}
@@ -510,7 +525,7 @@ def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[Rul
     return tuple(groups)
 
 
-def _record_names(alerts: tuple[ResolvedAlert, ...]) -> dict[str, str]:
+def record_names(alerts: tuple[ResolvedAlert, ...]) -> dict[str, str]:
     """A recording name per alert: shared when the expression is the same, suffixed when not."""
     expr_of: dict[str, str] = {}
     names: dict[str, str] = {}

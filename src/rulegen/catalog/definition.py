@@ -115,6 +115,8 @@ class SignalDef(_Strict):
     signal: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     alert: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
     family: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    # The dashboard row of the signal's panels; default: the family's row.
+    row: str | None = None
     about: str
     threshold: ThresholdDef
     defaults: Defaults

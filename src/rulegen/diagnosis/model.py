@@ -87,8 +87,9 @@ class ResolvedDiagnosis:
     gpu_scale: Decimal
     link_speed: Decimal | None
     gpu_metric: str
-    disk_device: str
-    nic_device: str
+    # Devices the tests put on each host: the one that carries the load, then an idle one.
+    disk_devices: tuple[str, ...]
+    nic_devices: tuple[str, ...]
     selectors: Mapping[str, tuple[promql.Matcher, ...]]
     origin: Origin
 

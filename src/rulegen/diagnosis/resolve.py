@@ -38,9 +38,11 @@ DEFAULT_SEVERITY = {
 # A port is stripped from ``instance``: node_exporter (:9100), vLLM (:8000) and dcgm-exporter
 # (:9400) on one machine then share ``host``. IPv6 targets keep their brackets.
 HOST_FROM_INSTANCE = '"host", "$1", "instance", "(.+?)(?::[0-9]+)?"'
+# Labels rulegen sets, or that tell series of one host apart (a host label must not).
 RESERVED_HOST_LABELS = frozenset(
-    {"service", "severity", "alertname", "alertstate", "le", "model_name", "diagnosis"}
-)
+    {"service", "severity", "alertname", "alertstate", "le", "model_name", "diagnosis",
+     "instance", "job", "device", "direction", "gpu", "UUID", "engine"}
+)  # fmt: skip
 MAX_WINDOW = Decimal(3600)
 MAX_BASELINE = Decimal(86400)
 
@@ -68,12 +70,16 @@ def resolve_diagnoses(
     if not spec.diagnoses:
         return ()
     if spec.host_label is not None and spec.host_label in RESERVED_HOST_LABELS:
-        col.error(("host_label",), f"{spec.host_label!r} cannot be the host label")
+        col.error(
+            ("host_label",),
+            f"{spec.host_label!r} cannot be the host label: rulegen sets it or it differs "
+            "between the series of one host",
+        )
         return ()
     evaluation, scrape = intervals
     if evaluation % scrape:
         col.error(
-            ("diagnoses",),
+            ("evaluation_interval",),
             f"diagnoses need evaluation_interval ({units.format_duration(evaluation)}) to be a "
             f"multiple of scrape_interval ({units.format_duration(scrape)})",
         )
@@ -137,9 +143,9 @@ def _diagnosis(
     params = _Params(ctx, entry)
     if for_seconds is None or window is None or len(col.diagnostics) > before:
         return None
-    builder = _Builder(ctx, window, params)
-    evidence = builder.evidence(entry.kind)
     baseline = params.baseline(window)
+    builder = _Builder(ctx, window, params, baseline or Decimal(0))
+    evidence = builder.evidence(entry.kind)
     if len(col.diagnostics) > before or evidence is None:
         return None
     severity = entry.severity or DEFAULT_SEVERITY[entry.kind]
@@ -162,26 +168,29 @@ _DISKS = ("nvme0n1", "sda", "vda", "xvda")
 _NICS = ("eth0", "ens1f0", "enp65s0f0", "ib0", "bond0")
 
 
-def _test_devices(ctx: _Context, entry: Any) -> tuple[str, str] | None:
-    """A disk the diagnosis reads and a NIC it does not take for virtual, for its tests."""
-    disk, nic = _DISKS[0], _NICS[0]
+def _test_devices(ctx: _Context, entry: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Disks the diagnosis reads and NICs it does not take for virtual, for its tests: the
+    loaded one first, then an idle one when the patterns allow (so ``max`` must pick)."""
+    disks: tuple[str, ...] = _DISKS[:2]
+    nics: tuple[str, ...] = _NICS[:2]
     if hasattr(entry, "disk_devices"):
         pattern = entry.disk_devices
-        found = next((d for d in _DISKS if promql.full_match(pattern, d)), None)
-        disk = found or promql.regex_example(pattern) or ""
-        if not disk:
-            ctx.col.error((*ctx.path, "disk_devices"), f"no device name matches {pattern!r}")
-            return None
+        disks = tuple(d for d in _DISKS if promql.full_match(pattern, d))[:2]
+        if not disks:
+            example = promql.regex_example(pattern)
+            if not example:
+                ctx.col.error((*ctx.path, "disk_devices"), f"no device name matches {pattern!r}")
+                return None
+            disks = (example,)
     if hasattr(entry, "virtual_devices"):
         pattern = entry.virtual_devices
-        found = next((d for d in _NICS if not promql.full_match(pattern, d)), None)
-        if found is None:
+        nics = tuple(d for d in _NICS if not promql.full_match(pattern, d))[:2]
+        if not nics:
             ctx.col.error(
                 (*ctx.path, "virtual_devices"), f"{pattern!r} takes every usual NIC for virtual"
             )
             return None
-        nic = found
-    return disk, nic
+    return disks, nics
 
 
 def _window(ctx: _Context, raw: object) -> Decimal | None:
@@ -225,7 +234,17 @@ class _Params:
 
     def percent(self, key: str) -> Decimal | None:
         raw = getattr(self.entry, key)
-        return self._checked(key, raw, units.parse_percent, Decimal(0), Decimal(1))
+        try:
+            value = units.parse_percent(raw)
+        except units.UnitError as exc:
+            self.ctx.col.error(self.where(key), str(exc))
+            return None
+        if not 0 < value < 1:
+            self.ctx.col.error(
+                self.where(key), f"must be between 0% and 100%, both excluded (got {raw})"
+            )
+            return None
+        return value
 
     def _checked(
         self,
@@ -259,7 +278,9 @@ class _Params:
         )
         if value is not None and (value < 0 or value != value.to_integral_value()):
             self.ctx.col.error(
-                self.where("requests_waiting"), "must be a whole number of requests, at least 0"
+                self.where("requests_waiting"),
+                "must be a whole number of requests, at least 0 "
+                f"(got {self.entry.requests_waiting})",
             )
             return None
         return value
@@ -272,12 +293,12 @@ class _Params:
         except units.UnitError as exc:
             self.ctx.col.error(where, str(exc))
             return None
-        if self.buckets and not self.buckets[0] <= value < self.buckets[-1]:
+        if self.buckets and not self.buckets[0] <= value < self.buckets[-2]:
             self.ctx.col.error(
                 where,
-                f"must be within the histogram's buckets ({units.literal(self.buckets[0])}s to "
-                f"below {units.literal(self.buckets[-1])}s); histogram_quantile cannot tell "
-                f"beyond them (got {raw})",
+                f"must be from {units.literal(self.buckets[0])}s to below "
+                f"{units.literal(self.buckets[-2])}s, vLLM's second-largest TTFT bucket bound: "
+                f"histogram_quantile cannot tell values beyond it apart (got {raw})",
             )
             return None
         return value
@@ -326,9 +347,10 @@ class _Params:
 class _Builder:
     """The host-level recordings and the evidence of each kind."""
 
-    def __init__(self, ctx: _Context, window: Decimal, params: _Params) -> None:
+    def __init__(self, ctx: _Context, window: Decimal, params: _Params, baseline: Decimal) -> None:
         self.ctx, self.params = ctx, params
         self.window = units.format_duration(window)
+        self.baseline = units.format_duration(baseline)
 
     def evidence(self, kind: str) -> tuple[Evidence, ...] | None:
         p = self.params
@@ -359,7 +381,7 @@ class _Builder:
 
     def about(self, quantity: Quantity) -> tuple[str, str]:
         quantile = quantile_name(self.params.quantile)
-        baseline = units.format_duration(self.params.baseline(Decimal(0)) or Decimal(0))
+        baseline = self.baseline
         return {
             "ttft": (f"{quantile} time to first token over {self.window}", "duration"),
             "disk": (f"the busiest disk's utilisation (iostat %util, {self.window})", "percent"),

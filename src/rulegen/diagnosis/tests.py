@@ -28,7 +28,9 @@ MODEL = "deepseek-v4"
 PER_STEP = 200  # TTFT observations per scrape
 TOKENS = Fraction(1000)  # generation tokens/s before a drop
 LINK = Fraction(12_500_000_000)  # node_network_speed_bytes of a 100 Gb/s NIC
-_FACTORS = (Fraction(1, 2), Fraction(2, 5), Fraction(3, 5), Fraction(3, 10), Fraction(7, 10))
+# How far past its threshold a quantity goes (x1.1 …): close, so a threshold moved by 10-20%
+# fails the test; alternatives when a value would meet a threshold exactly.
+_FACTORS = tuple(Fraction(f) for f in ("1.1", "1.2", "1.05", "1.3", "1.15"))
 
 
 @dataclass(frozen=True)
@@ -174,12 +176,17 @@ class _Model:
         satisfied = state == "fire"
         if item.quantity == "waiting":
             return threshold + 5 if satisfied == (item.op == ">") else threshold
+        beyond, within = self._beyond(threshold), threshold * (2 - self.factor)
         if item.op == ">":
-            return threshold + (1 - threshold) * self.factor if satisfied else threshold * 9 / 10
-        if item.op == "<":
-            return threshold * self.factor if satisfied else (threshold + 1) / 2
-        # "<=": fine when satisfied; well above otherwise (still below 100%).
-        return threshold * self.factor if satisfied else threshold + (1 - threshold) / 2
+            return beyond if satisfied else within
+        return within if satisfied else beyond  # "<" and "<=" hold below the threshold
+
+    def _beyond(self, threshold: Fraction) -> Fraction:
+        """Just above the threshold, and below 100% (every ratio here is at most 1)."""
+        value = threshold * self.factor
+        if value < 1:
+            return value
+        return min(threshold + (1 - threshold) * (self.factor - 1) * 5, (threshold + 1) / 2)
 
     def value(self, quantity: Quantity, host: _Host, t: Fraction) -> Fraction | None:
         """What the recording (or, for throughput, the ratio) reads at evaluation ``t``."""
@@ -383,29 +390,34 @@ class _Model:
                 for g in (0, 1)
             ]  # fmt: skip
         node = self._base(n, 9100, "node")
+        levels = [level, Fraction(0)]  # the loaded device, then an idle one
         if quantity == "disk":
-            labels = {**node, "device": self.d.disk_device}
             return [
                 InputSeries(
-                    _selector("node_disk_io_time_seconds_total", labels),
-                    f"0+{_num(level * s)}x{steps}",
+                    _selector("node_disk_io_time_seconds_total", {**node, "device": device}),
+                    f"0+{_num(busy * s)}x{steps}",
                 )
+                for device, busy in zip(self.d.disk_devices, levels, strict=False)
             ]
-        labels = {**node, "device": self.d.nic_device}
         speed = Fraction(self.d.link_speed) if self.d.link_speed is not None else LINK
-        out = [
-            InputSeries(
-                _selector("node_network_receive_bytes_total", labels),
-                f"0+{_num(level * speed * s)}x{steps}",
-            ),
-            InputSeries(_selector("node_network_transmit_bytes_total", labels), f"0+0x{steps}"),
-        ]
-        if self.d.link_speed is None:
+        out = []
+        for device, busy in zip(self.d.nic_devices, levels, strict=False):
+            labels = {**node, "device": device}
             out.append(
                 InputSeries(
-                    _selector("node_network_speed_bytes", labels), f"{_num(LINK)}+0x{steps}"
+                    _selector("node_network_receive_bytes_total", labels),
+                    f"0+{_num(busy * speed * s)}x{steps}",
                 )
             )
+            out.append(
+                InputSeries(_selector("node_network_transmit_bytes_total", labels), f"0+0x{steps}")
+            )
+            if self.d.link_speed is None:
+                out.append(
+                    InputSeries(
+                        _selector("node_network_speed_bytes", labels), f"{_num(LINK)}+0x{steps}"
+                    )
+                )
         return out
 
     def _histogram(
