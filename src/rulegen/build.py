@@ -197,7 +197,8 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
     if diagnostics:
         raise SpecError(diagnostics)
     if specs:
-        result.files["grafana/provisioning.yaml"] = dump_yaml(provisioning(), "rulegen")
+        sources = ", ".join(sorted(_header_source(s.source, root) for s in specs))
+        result.files["grafana/provisioning.yaml"] = dump_yaml(provisioning(), sources)
     if loaded.routing is not None:
         _add_routing(result, loaded.routing, root)
     for path in inputs.user_tests:

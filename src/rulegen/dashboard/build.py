@@ -203,6 +203,7 @@ def _evidence_panel(
         UNITS[item.unit],
         (Query(expr, _legend(labels)),),
         (item.threshold,),
+        (("Runbook", diagnosis.runbook_url),) if diagnosis.runbook_url else (),
     )
 
 
@@ -248,7 +249,8 @@ def _slo_row(slo: ResolvedSLO) -> Row:
         Panel("stat", "Time to exhaustion",
               "Time until the budget is spent at the current burn rate "
               f"({window_name(min((t.short for t in slo.tiers), default=slo.window))}).",
-              "s", (Query(f"{left} * {seconds} / ({sel(CURRENT_BURN)} > 0)", legend),),
+              "s",
+              (Query(f"clamp_min({left}, 0) * {seconds} / ({sel(CURRENT_BURN)} > 0)", legend),),
               width=10),
         Panel("timeseries", "Error budget left",
               f"Error budget left over time; 0 (the red line) means the {window} budget is "
@@ -282,6 +284,9 @@ def _tier_panel(
             Query(f"{sel(RATIO + short)} / {budget}", f"{prefix}{short}"),
         ),
         (Decimal(tier.factor.numerator) / Decimal(tier.factor.denominator),),
+        (("Runbook", slo.runbook_url.replace("{alert}", slo.alert_name)),)
+        if slo.runbook_url
+        else (),
     )
 
 

@@ -92,6 +92,7 @@ class ResolvedDiagnosis:
     nic_devices: tuple[str, ...]
     selectors: Mapping[str, tuple[promql.Matcher, ...]]
     origin: Origin
+    runbook_url: str | None = None
 
     @property
     def by_model(self) -> bool:

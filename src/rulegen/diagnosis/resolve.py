@@ -101,7 +101,7 @@ def resolve_diagnoses(
             continue
         taken[name] = "diagnoses"
         context = _Context(col, path, spec.service, host, selectors, scrape, catalog)
-        resolved = _diagnosis(context, entry, name, spec_labels, alert_signals)
+        resolved = _diagnosis(context, entry, name, spec_labels, alert_signals, spec.runbook_url)
         if resolved is not None:
             out.append(resolved)
     return tuple(out)
@@ -132,6 +132,7 @@ def _diagnosis(
     name: str,
     spec_labels: tuple[tuple[str, str], ...],
     alert_signals: Mapping[str, str],
+    runbook: str | None,
 ) -> ResolvedDiagnosis | None:
     col, path = ctx.col, ctx.path
     before = len(col.diagnostics)
@@ -160,7 +161,7 @@ def _diagnosis(
         evidence, ctx.host, tuple(sorted(merged.items())), explains, params.buckets,
         params.quantile, params.gpu_scale, params.link_speed,
         getattr(entry, "gpu_metric", "DCGM_FI_DEV_GPU_UTIL"), *devices, ctx.selectors,
-        col.origin(path),
+        col.origin(path), runbook.replace("{alert}", name) if runbook else None,
     )  # fmt: skip
 
 
@@ -240,8 +241,10 @@ class _Params:
             self.ctx.col.error(self.where(key), str(exc))
             return None
         if not 0 < value < 1:
+            number = isinstance(raw, int | float) and not isinstance(raw, bool)
+            bare = " (a bare number is a fraction: write 70% or 0.7)" if number else ""
             self.ctx.col.error(
-                self.where(key), f"must be between 0% and 100%, both excluded (got {raw})"
+                self.where(key), f"must be between 0% and 100%, both excluded (got {raw}){bare}"
             )
             return None
         return value
@@ -298,7 +301,8 @@ class _Params:
                 where,
                 f"must be from {units.literal(self.buckets[0])}s to below "
                 f"{units.literal(self.buckets[-2])}s, vLLM's second-largest TTFT bucket bound: "
-                f"histogram_quantile cannot tell values beyond it apart (got {raw})",
+                "beyond it the quantile is interpolated in the last finite bucket, where no "
+                f"generated test can place a value reliably (got {raw})",
             )
             return None
         return value

@@ -176,7 +176,10 @@ def diagnosis_annotations(
                 f"{{{{ with {call} }}}}{{{{ . | first | value | {_FORMAT[part.item.unit]} }}}}"
                 "{{ else }}no data{{ end }}"
             )
-    return (("summary", summary(diagnosis)), ("description", "".join(out)))
+    texts = [("summary", summary(diagnosis)), ("description", "".join(out))]
+    if diagnosis.runbook_url:
+        texts.append(("runbook_url", go_escape(diagnosis.runbook_url)))
+    return tuple(texts)
 
 
 def summary(diagnosis: ResolvedDiagnosis) -> str:

@@ -459,6 +459,8 @@ class _Model:
             "summary": gotemplate.expand(summary(self.d), labels, first),
             "description": predict_description(self.d, labels, values),
         }
+        if self.d.runbook_url:
+            texts["runbook_url"] = self.d.runbook_url
         annotations = tuple(sorted(texts.items()))
         return ExpectedAlert(tuple(sorted(labels.items())), annotations)
 
