@@ -23,6 +23,8 @@ from rulegen.errors import (
     UsageError,
     ValidationFailed,
 )
+from rulegen.lint import lint
+from rulegen.lint.findings import FORMATS, exit_code
 from rulegen.output import diff_tree, write_tree
 from rulegen.spec.models import spec_model
 
@@ -64,6 +66,15 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check specs only; write nothing")
     v.add_argument("paths", nargs="+", type=Path)
     v.add_argument("--templates", type=Path, action="append", default=None)
+    lint = sub.add_parser(
+        "lint",
+        help="check the specs' intent (exit 1 on an error finding)",
+        description="Checks with stable ids; text output is FILE:LINE:COL: [id] severity: message.",
+    )
+    lint.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
+    lint.add_argument("--prometheus", metavar="URL", help="also check against this Prometheus")
+    lint.add_argument("--format", choices=sorted(FORMATS), default="text")
+    lint.add_argument("--templates", type=Path, action="append", default=None)
     s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
     s.add_argument("--templates", type=Path, action="append", default=None)
     return parser
@@ -113,6 +124,14 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lint(args: argparse.Namespace) -> int:
+    catalog = _catalog(args.templates)
+    inputs = discover(args.paths or [Path("specs")])
+    findings = lint(inputs.specs, catalog, args.prometheus)
+    sys.stdout.write(FORMATS[args.format](findings))
+    return exit_code(findings)
+
+
 def _schema(args: argparse.Namespace) -> int:
     schema = spec_model(_catalog(args.templates)).model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -125,7 +144,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run the command, map errors to exit codes."""
     try:
         args = _parser().parse_args(argv)
-        command = {"build": _build, "validate": _validate, "schema": _schema}[args.command]
+        commands = {"build": _build, "validate": _validate, "lint": _lint, "schema": _schema}
+        command = commands[args.command]
         return command(args)
     except SpecError as exc:
         for diagnostic in exc.diagnostics:

@@ -76,6 +76,7 @@ class ResolvedSpec:
     slos: tuple[ResolvedSLO, ...] = ()
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     host_label: str | None = None
+    retention: Decimal | None = None
 
 
 def resolve_spec(
@@ -91,12 +92,46 @@ def resolve_spec(
     )
     selectors = _selectors(col, spec.selectors, catalog)
     spec_labels = label_set(col, ("labels",), spec.labels)
+    retention = None
+    if spec.retention is not None:
+        retention = duration(col, ("retention",), spec.retention, positive=True)
     if spec.runbook_url is not None and not re.match(r"^https?://\S+$", spec.runbook_url):
         col.error(("runbook_url",), f"must be an http(s) URL (got {spec.runbook_url!r})")
-    alerts: list[ResolvedAlert] = []
-    names: dict[str, int] = {}
     if not spec.alerts and not spec.slos and not spec.diagnoses:
         col.error((), "a spec needs at least one entry in alerts, slos or diagnoses")
+    intervals = (evaluation or Decimal(30), scrape or Decimal(15))
+    alerts = _alerts(col, spec, spec_labels, intervals, selectors, catalog)
+    slos: tuple[ResolvedSLO, ...] = ()
+    diagnoses: tuple[ResolvedDiagnosis, ...] = ()
+    if evaluation is not None and scrape is not None:
+        slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
+        signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
+        diagnoses = resolve_diagnoses(
+            col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
+        )
+    if col.diagnostics or evaluation is None or scrape is None:
+        return None, col.diagnostics
+    explained = {name for d in diagnoses for name in d.explains}
+    if explained:
+        host = diagnoses[0].host
+        alerts = [replace(a, host=host) if a.name in explained else a for a in alerts]
+    resolved = ResolvedSpec(
+        spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
+        spec.host_label, retention,
+    )  # fmt: skip
+    return resolved, []
+
+
+def _alerts(
+    col: Collector,
+    spec: Any,
+    spec_labels: tuple[tuple[str, str], ...],
+    intervals: tuple[Decimal, Decimal],
+    selectors: Mapping[str, tuple[promql.Matcher, ...]],
+    catalog: Catalog,
+) -> list[ResolvedAlert]:
+    alerts: list[ResolvedAlert] = []
+    names: dict[str, int] = {}
     for index, alert in enumerate(spec.alerts or ()):
         path: PathKey = ("alerts", index)
         signal = None if alert.signal == "custom" else catalog.signals[alert.signal]
@@ -109,9 +144,7 @@ def resolve_spec(
             )
             continue
         names[name] = index
-        context = _AlertContext(
-            col, path, spec, name, spec_labels, evaluation or Decimal(30), scrape or Decimal(15)
-        )
+        context = _AlertContext(col, path, spec, name, spec_labels, *intervals)
         resolved = (
             _custom(context, alert)
             if signal is None
@@ -119,34 +152,7 @@ def resolve_spec(
         )
         if resolved is not None:
             alerts.append(resolved)
-    slos: tuple[ResolvedSLO, ...] = ()
-    if evaluation is not None and scrape is not None:
-        slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
-    diagnoses: tuple[ResolvedDiagnosis, ...] = ()
-    if evaluation is not None and scrape is not None:
-        signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
-        diagnoses = resolve_diagnoses(
-            col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
-        )
-    if col.diagnostics or evaluation is None or scrape is None:
-        return None, col.diagnostics
-    explained = {name for d in diagnoses for name in d.explains}
-    if explained:
-        host = diagnoses[0].host
-        alerts = [replace(a, host=host) if a.name in explained else a for a in alerts]
-    return (
-        ResolvedSpec(
-            spec.service,
-            positions.file,
-            evaluation,
-            scrape,
-            tuple(alerts),
-            slos,
-            diagnoses,
-            spec.host_label,
-        ),
-        [],
-    )
+    return alerts
 
 
 @dataclass

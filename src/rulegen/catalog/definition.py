@@ -128,6 +128,16 @@ class SignalDef(_Strict):
     test: TestDef
     source: str = ""
 
+    def series_labels(self) -> tuple[str, ...]:
+        """The labels of the signal's quantity, from its test recipe (what the alert keeps)."""
+        test = self.test
+        if test.keep is not None:
+            names = list(test.keep)
+        else:
+            names = [*test.labels, *(k for s in test.series for k in s.labels)]
+        names += list(test.add)
+        return tuple(n for n in dict.fromkeys(names) if n not in test.drop and n != "le")
+
     @model_validator(mode="after")
     def _consistent(self) -> SignalDef:
         if self.test.settle == "window" and self.threshold.op == "<":

@@ -97,21 +97,10 @@ def _legend(labels: Iterable[str]) -> str:
     return " ".join(f"{{{{{name}}}}}" for name in labels)
 
 
-def signal_labels(signal: SignalDef) -> tuple[str, ...]:
-    """The labels of a signal's quantity, from its test recipe (what the alert keeps)."""
-    test = signal.test
-    if test.keep is not None:
-        names = list(test.keep)
-    else:
-        names = [*test.labels, *(k for s in test.series for k in s.labels)]
-    names += list(test.add)
-    return tuple(n for n in dict.fromkeys(names) if n not in test.drop and n != "le")
-
-
 def _catalog_panel(spec: ResolvedSpec, alert: ResolvedAlert, records: dict[str, str]) -> Panel:
     signal = alert.signal
     assert signal is not None
-    labels = signal_labels(signal)
+    labels = signal.series_labels()
     filters = _filter_matchers(f for f in FILTERS if f in labels)
     if alert.record is not None:
         own = (promql.Matcher("service", "=", spec.service), *filters)

@@ -143,6 +143,8 @@ class SpecModel(SpecBase):
     alerts: Annotated[list[Any], Field(min_length=1)] | None = None
     slos: Annotated[list[SLOSpec], Field(min_length=1)] | None = None
     host_label: str | None = Field(default=None, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    # How long Prometheus keeps samples (`--storage.tsdb.retention.time`), for `rulegen lint`.
+    retention: Duration = None
     diagnoses: Annotated[list[DiagnosisSpec], Field(min_length=1)] | None = None
 
 

@@ -122,12 +122,21 @@ def create_blocks_from_openmetrics(source: Path, data_dir: Path) -> None:
 class PrometheusServer:
     """A Prometheus on a data directory, on a free 127.0.0.1 port, without targets or rules."""
 
-    def __init__(self, data_dir: Path, workdir: Path, interval: int = 60) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        workdir: Path,
+        interval: int = 60,
+        scrape_configs: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
         self.data_dir = data_dir
         self.config = workdir / "prometheus.yml"
-        self.config.write_text(
-            f"global:\n  scrape_interval: {interval}s\n  evaluation_interval: {interval}s\n"
-        )
+        config: dict[str, Any] = {
+            "global": {"scrape_interval": f"{interval}s", "evaluation_interval": f"{interval}s"}
+        }
+        if scrape_configs:
+            config["scrape_configs"] = [dict(c) for c in scrape_configs]
+        self.config.write_text(yaml.safe_dump(config))
         self.log = workdir / "prometheus.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
@@ -196,9 +205,14 @@ class PrometheusServer:
 
 
 @contextmanager
-def running(data_dir: Path, workdir: Path, interval: int = 60) -> Iterator[PrometheusServer]:
+def running(
+    data_dir: Path,
+    workdir: Path,
+    interval: int = 60,
+    scrape_configs: Sequence[Mapping[str, Any]] = (),
+) -> Iterator[PrometheusServer]:
     """A started Prometheus, stopped on exit (errors included)."""
-    server = PrometheusServer(data_dir, workdir, interval)
+    server = PrometheusServer(data_dir, workdir, interval, scrape_configs)
     try:
         server.start()
         yield server

@@ -1,0 +1,29 @@
+"""``rulegen lint``: checks of intent on the specs, offline and against a live Prometheus."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rulegen.build import display, load_inputs
+from rulegen.catalog import Catalog
+from rulegen.lint.checks import LintTarget, lint_offline
+from rulegen.lint.findings import Finding
+from rulegen.lint.online import lint_online
+from rulegen.spec.loader import load_file
+
+__all__ = ["Finding", "lint"]
+
+
+def lint(files: Sequence[Path], catalog: Catalog, prometheus: str | None = None) -> list[Finding]:
+    """Every finding on the spec files (``SpecError`` if a spec does not even build)."""
+    loaded = load_inputs(files, catalog)
+    positions = {}
+    for path in files:
+        name = display(path)
+        positions[name] = load_file(path, name).positions
+    targets = [LintTarget(spec, positions[spec.source]) for spec in loaded.specs]
+    findings = lint_offline(targets)
+    if prometheus:
+        findings += lint_online(targets, prometheus)
+    return sorted(findings)

@@ -1,0 +1,59 @@
+"""Lint findings and their three output formats (text, JSON, GitHub workflow annotations).
+
+Why: a finding carries a stable id, a severity and the spec position it is about, so an
+editor, CI and a notebook read the same facts; the text form is GNU style
+(``FILE:LINE:COL: [id] severity: message``) so editors jump to the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+_GITHUB = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One problem found in a spec, at the position of the value it is about."""
+
+    file: str
+    line: int
+    column: int
+    id: str
+    severity: Severity
+    message: str
+
+
+def text(findings: Sequence[Finding]) -> str:
+    """One line per finding, ``FILE:LINE:COL: [id] severity: message``."""
+    return "".join(
+        f"{f.file}:{f.line}:{f.column}: [{f.id}] {f.severity}: {f.message}\n"
+        for f in sorted(findings)
+    )
+
+
+def as_json(findings: Sequence[Finding]) -> str:
+    """A JSON list of findings, in file order."""
+    return json.dumps([asdict(f) for f in sorted(findings)], indent=2) + "\n"
+
+
+def github(findings: Sequence[Finding]) -> str:
+    """GitHub Actions workflow commands: the finding shows on the spec line of a pull request."""
+    out = []
+    for f in sorted(findings):
+        message = f.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        where = f"file={f.file},line={f.line},col={f.column},title=rulegen {f.id}"
+        out.append(f"::{_GITHUB[f.severity]} {where}::{message}\n")
+    return "".join(out)
+
+
+FORMATS = {"text": text, "json": as_json, "github": github}
+
+
+def exit_code(findings: Sequence[Finding]) -> int:
+    """1 when any finding is an error, else 0 (warnings and infos do not fail CI)."""
+    return 1 if any(f.severity == "error" for f in findings) else 0

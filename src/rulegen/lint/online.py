@@ -1,0 +1,200 @@
+"""Online lint checks against a running Prometheus (``--prometheus URL``, HTTP API).
+
+Why: a selector with a typo, a vLLM metric renamed by an upgrade, a NIC without a speed or a
+job scraped slower than the spec assumes all give rules that pass every test and never fire.
+Only the live server knows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from decimal import Decimal
+from typing import Any
+
+import promql_parser
+import requests
+
+from rulegen import promql, units
+from rulegen.errors import UsageError
+from rulegen.lint.checks import MIN_SCRAPES_PER_WINDOW, LintTarget, _Reporter, path_key
+from rulegen.lint.findings import Finding
+from rulegen.slo.model import LatencySLI
+
+DAY = 86400
+TIMEOUT = 30
+
+
+class PrometheusAPI:
+    """The few HTTP API calls the checks need, with one clear error when the server is not
+    reachable."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    def get(self, path: str, params: dict[str, str] | None = None) -> Any:
+        try:
+            response = requests.get(f"{self.url}/api/v1/{path}", params=params, timeout=TIMEOUT)
+        except requests.RequestException as exc:
+            raise UsageError(f"cannot reach Prometheus at {self.url}: {exc}") from None
+        if response.status_code != 200:
+            raise UsageError(
+                f"Prometheus at {self.url} answered {response.status_code} to {path}: "
+                f"{response.text[:200]}"
+            )
+        return response.json()["data"]
+
+    def has_series(self, selector: str, now: float) -> bool:
+        found = self.get("series", {"match[]": selector, "start": str(now - DAY), "end": str(now)})
+        return bool(found)
+
+    def query(self, expr: str, now: float) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.get("query", {"query": expr, "time": str(now)})[
+            "result"
+        ]
+        return result
+
+
+def lint_online(targets: Sequence[LintTarget], url: str) -> list[Finding]:
+    """series/missing, series/speed-missing and scrape/interval for every spec."""
+    api = PrometheusAPI(url)
+    now = time.time()
+    intervals = _scrape_intervals(api)
+    out: list[Finding] = []
+    for target in targets:
+        report = _Reporter(target)
+        _missing_series(report, target, api, now)
+        _speed_missing(report, target, api, now)
+        _scrape_interval(report, target, intervals)
+        out.extend(report.findings)
+    return out
+
+
+def selectors_of(expr: str) -> Iterator[str]:
+    """The raw series selectors an expression reads (``name{matchers}``)."""
+    stack: list[Any] = [promql_parser.parse(expr)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, promql_parser.VectorSelector):
+            yield str(node).split("[", 1)[0].split(" offset", 1)[0]
+            continue
+        if isinstance(node, promql_parser.MatrixSelector):
+            stack.append(node.vector_selector)
+        elif isinstance(
+            node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
+        ):
+            stack.append(node.expr)
+        elif isinstance(node, promql_parser.AggregateExpr):
+            stack.extend(c for c in (node.expr, node.param) if c is not None)
+        elif isinstance(node, promql_parser.BinaryExpr):
+            stack.extend((node.lhs, node.rhs))
+        elif isinstance(node, promql_parser.Call):
+            stack.extend(node.args)
+
+
+def _reads(target: LintTarget) -> Iterator[tuple[str, tuple[str | int, ...], str]]:
+    """(alert name, spec path, raw selector) for everything the spec's rules read."""
+    spec = target.spec
+    for alert in spec.alerts:
+        for selector in selectors_of(alert.quantity):
+            yield alert.name, path_key(alert.origin.path), selector
+    for diagnosis in spec.diagnoses:
+        for item in diagnosis.evidence:
+            for selector in selectors_of(item.recording.expr):
+                yield diagnosis.name, path_key(diagnosis.origin.path), selector
+    for slo in spec.slos:
+        path = (*path_key(slo.origin.path), "sli")
+        sli = slo.sli
+        if isinstance(sli, LatencySLI):
+            matchers = ", ".join(m.render() for m in sli.matchers)
+            yield slo.alert_name, path, f"{sli.metric}_bucket{{{matchers}}}".replace("{}", "")
+        else:
+            for counter in (sli.errors, sli.total):
+                yield slo.alert_name, path, counter.render()
+
+
+def _missing_series(report: _Reporter, target: LintTarget, api: PrometheusAPI, now: float) -> None:
+    seen: dict[str, bool] = {}
+    for name, path, selector in _reads(target):
+        if selector not in seen:
+            seen[selector] = api.has_series(selector, now)
+        if not seen[selector]:
+            report.add(
+                path,
+                "series/missing",
+                "error",
+                f"{name}: no series matches {selector} in the last day: a typo, a metric "
+                "renamed by an exporter upgrade (vLLM renames often), or a target not scraped",
+            )
+
+
+def _speed_missing(report: _Reporter, target: LintTarget, api: PrometheusAPI, now: float) -> None:
+    for alert in target.spec.alerts:
+        signal = alert.signal
+        if signal is None or signal.signal != "network_saturation":
+            continue
+        if alert.params.get("link_speed"):
+            continue
+        virtual = promql.Matcher("device", "!~", str(alert.params["virtual_devices"]))
+        sel = "{" + ", ".join(m.render() for m in (*alert.selector_matchers, virtual)) + "}"
+        # NICs seen in the last day that never had a usable speed in it
+        expr = (
+            f"count by (instance, device) "
+            f"(count_over_time(node_network_receive_bytes_total{sel}[1d]))"
+            f" unless on (instance, device) (max_over_time(node_network_speed_bytes{sel}[1d]) > 0)"
+        )
+        nics = api.query(expr, now)
+        if nics:
+            shown = ", ".join(
+                f"{n['metric'].get('instance', '?')}/{n['metric'].get('device', '?')}"
+                for n in nics[:5]
+            )
+            more = f" and {len(nics) - 5} more" if len(nics) > 5 else ""
+            report.add(
+                path_key(alert.origin.path),
+                "series/speed-missing",
+                "warning",
+                f"{alert.name}: {len(nics)} physical NIC(s) have no usable "
+                f"node_network_speed_bytes ({shown}{more}) and the alert has no link_speed: "
+                "it can never fire for them; set link_speed or exclude them in virtual_devices",
+            )
+
+
+def _scrape_intervals(api: PrometheusAPI) -> dict[str, Decimal]:
+    """The longest scrape interval of the active targets, per job."""
+    out: dict[str, Decimal] = {}
+    for item in api.get("targets", {"state": "active"}).get("activeTargets", []):
+        job = item.get("labels", {}).get("job") or item.get("scrapePool", "")
+        seconds = units.parse_duration(item.get("scrapeInterval", "0s"))
+        out[job] = max(out.get(job, Decimal(0)), seconds)
+    return out
+
+
+def _scrape_interval(report: _Reporter, target: LintTarget, intervals: dict[str, Decimal]) -> None:
+    spec = target.spec
+    for alert in spec.alerts:
+        if not alert.window_seconds:
+            continue
+        jobs = [m.value for m in alert.selector_matchers if m.name == "job" and m.op == "="]
+        for job in jobs:
+            real = intervals.get(job)
+            if real is None:
+                continue
+            path = path_key(alert.origin.path)
+            if alert.window_seconds < MIN_SCRAPES_PER_WINDOW * real:
+                report.add(
+                    path,
+                    "scrape/interval",
+                    "warning",
+                    f"{alert.name}: job {job} is scraped every {units.format_duration(real)}, "
+                    f"so the {alert.window} window holds fewer than {MIN_SCRAPES_PER_WINDOW} "
+                    f"scrapes; use at least {units.format_duration(4 * real)}",
+                )
+            elif real != spec.scrape_interval:
+                report.add(
+                    ("scrape_interval",),
+                    "scrape/interval",
+                    "info",
+                    f"job {job} is scraped every {units.format_duration(real)}, the spec says "
+                    f"scrape_interval {units.format_duration(spec.scrape_interval)}",
+                )

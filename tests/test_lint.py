@@ -1,0 +1,386 @@
+"""``rulegen lint``: one case per check, positive and negative, with golden diagnostics.
+
+Offline checks run on small specs; online checks run against a real Prometheus on 127.0.0.1
+holding backfilled series of the last hours and one scrape job, so ``series/missing``,
+``series/speed-missing`` and ``scrape/interval`` see a live server's answers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, write_tree
+
+from rulegen.validate.history import (
+    create_blocks_from_openmetrics,
+    free_port,
+    openmetrics,
+    running,
+)
+
+Cli = Callable[..., CliResult]
+
+HEAD = """
+    version: 1
+    service: web
+    runbook_url: https://runbooks.example.com/{alert}
+    """
+
+
+def spec(body: str) -> str:
+    """The common head and ``body``, each dedented (they are indented differently)."""
+    return textwrap.dedent(HEAD) + textwrap.dedent(body)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A spec and the exact lint output and exit code it must give."""
+
+    id: str
+    spec: str
+    out: str
+    code: int = 0
+
+
+CASES = [
+    Case(
+        "clean spec: no finding",
+        spec("""
+        alerts:
+          - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning}
+        """),
+        "",
+    ),
+    Case(
+        "rate/window: a 30s window at a 15s scrape",
+        spec("""
+        alerts:
+          - {signal: disk_utilization, threshold: 90%, window: 30s, for: 5m,
+             severity: warning}
+        """),
+        "specs/web.yaml:6:56: [rate/window] warning: DiskUtilizationHigh: window 30s holds "
+        "fewer than 4 scrapes at scrape_interval 15s: one failed scrape leaves rate() too few "
+        "samples (gaps, then false alarms); use at least 1m\n",
+    ),
+    Case(
+        "rate/window: a 1m window at a 15s scrape is fine",
+        spec("""
+        alerts:
+          - {signal: disk_utilization, threshold: 90%, window: 1m, for: 5m, severity: warning}
+        """),
+        "",
+    ),
+    Case(
+        "for/too-short: 45s at a 30s evaluation interval",
+        spec("""
+        alerts:
+          - {signal: requests_waiting, threshold: 5, for: 45s, severity: warning}
+        """),
+        "specs/web.yaml:6:51: [for/too-short] warning: RequestQueueBacklog: for 45s is "
+        "shorter than two evaluations (evaluation_interval 30s): it behaves as no for at all; "
+        "use at least 1m or 0s\n",
+    ),
+    Case(
+        "for/too-short: 1m at a 30s evaluation interval is fine",
+        spec("""
+        alerts:
+          - {signal: requests_waiting, threshold: 5, for: 1m, severity: warning}
+        """),
+        "",
+    ),
+    Case(
+        "for/unreachable: %util > 95% for 30s over a 1m window",
+        spec("""
+        evaluation_interval: 15s
+        alerts:
+          - {signal: disk_utilization, threshold: 95%, for: 30s, severity: warning}
+        """),
+        "specs/web.yaml:7:53: [for/unreachable] warning: DiskUtilizationHigh: a burst at 100% "
+        "must last 1m24s before it fires (the 1m window adds 54s to for 30s); bursts of 30s to "
+        "1m24s never fire: shorten the window or lower the threshold\n",
+    ),
+    Case(
+        "for/unreachable: for 1m outlasts the window's 54s",
+        spec("""
+        evaluation_interval: 15s
+        alerts:
+          - {signal: disk_utilization, threshold: 95%, for: 1m, severity: warning}
+        """),
+        "",
+    ),
+    Case(
+        "slo/unreachable-tier: 95% leaves a page tier at 72% errors",
+        spec("""
+        slos:
+          - name: api
+            objective: 95%
+            evaluation_interval: 1m
+            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+        """),
+        "specs/web.yaml:6:5: [slo/unreachable-tier] warning: SLO api: tier 1h/5m fires only "
+        "when more than 72% of events fail (burn rate 14.4× a 5% budget): a partial outage "
+        "never reaches it; use a longer window or a smaller budget share\n",
+    ),
+    Case(
+        "slo/unreachable-tier: 99.9% is fine",
+        spec("""
+        slos:
+          - name: api
+            objective: 99.9%
+            evaluation_interval: 1m
+            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+        """),
+        "",
+    ),
+    Case(
+        "slo/retention: a 30d SLO on a 15d retention is an error",
+        spec("""
+        retention: 15d
+        slos:
+          - name: api
+            objective: 99.9%
+            evaluation_interval: 1m
+            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+        """),
+        "specs/web.yaml:7:5: [slo/retention] error: SLO api: reads 30d of history but "
+        "Prometheus keeps 15d (retention): the SLI and budget silently cover less than the "
+        "window\n",
+        1,
+    ),
+    Case(
+        "slo/retention: 90d of retention holds a 30d SLO",
+        spec("""
+        retention: 90d
+        slos:
+          - name: api
+            objective: 99.9%
+            evaluation_interval: 1m
+            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+        """),
+        "",
+    ),
+    Case(
+        "annotation/runbook: a critical alert without a runbook",
+        """
+        version: 1
+        service: web
+        alerts:
+          - {signal: requests_waiting, threshold: 5, for: 5m, severity: critical}
+        """,
+        "specs/web.yaml:1:1: [annotation/runbook] warning: no runbook_url: 1 alert(s) reach "
+        "on-call without a runbook, 1 of them critical (RequestQueueBacklog…); set runbook_url "
+        "(with {alert} for the alert's name)\n",
+    ),
+    Case(
+        "annotation/runbook: only an info without a critical alert",
+        """
+        version: 1
+        service: web
+        alerts:
+          - {signal: requests_waiting, threshold: 5, for: 5m, severity: warning}
+        """,
+        "specs/web.yaml:1:1: [annotation/runbook] info: no runbook_url: 1 alert(s) reach "
+        "on-call without a runbook; set runbook_url (with {alert} for the alert's name)\n",
+    ),
+    Case(
+        "label/severity: a warning diagnosis holds back a critical page",
+        spec("""
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, for: 5m, severity: critical}
+        diagnoses:
+          - {kind: ttft_disk_bound, severity: warning}
+        """),
+        "specs/web.yaml:8:39: [label/severity] error: TTFTDiskBound (warning) holds back "
+        "TTFTLatencyHigh (critical) on its host: while the diagnosis fires, that page is lost; "
+        "give the diagnosis severity critical\n",
+        1,
+    ),
+    Case(
+        "label/severity: a critical diagnosis may hold back a critical page",
+        spec("""
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, for: 5m, severity: critical}
+        diagnoses:
+          - {kind: ttft_disk_bound, severity: critical}
+        """),
+        "",
+    ),
+    Case(
+        "label/severity: an SLO ticket more severe than its page",
+        spec("""
+        slos:
+          - name: api
+            objective: 99.9%
+            evaluation_interval: 1m
+            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+            alerting: {page: {severity: warning}, ticket: {severity: critical}}
+        """),
+        "specs/web.yaml:10:15: [label/severity] warning: SLO api: the ticket (critical) is "
+        "more severe than the page (warning)\n",
+    ),
+    Case(
+        "label/conflict: a spec label named instance overwrites the series' instance",
+        spec("""
+        alerts:
+          - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning,
+             labels: {instance: db}}
+        """),
+        "specs/web.yaml:7:25: [label/conflict] error: DiskUtilizationHigh: label 'instance' "
+        "overwrites the series label of the same name (device, instance): all its alerts get "
+        "one identity and Alertmanager merges them; rename the label\n",
+        1,
+    ),
+    Case(
+        "label/conflict: a team label is fine",
+        spec("""
+        alerts:
+          - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning,
+             labels: {team: db}}
+        """),
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_lint_check(case: Case, cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": case.spec})
+    result = cli("lint")
+    assert (result.out, result.code) == (case.out, case.code), result.err
+    assert result.err == ""
+
+
+def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": CASES[1].spec})
+    result = cli("lint", "--format", "json")
+    assert json.loads(result.out) == [
+        {
+            "file": "specs/web.yaml",
+            "line": 6,
+            "column": 56,
+            "id": "rate/window",
+            "severity": "warning",
+            "message": CASES[1].out.split("warning: ", 1)[1].rstrip("\n"),
+        }
+    ]
+    github = cli("lint", "--format", "github")
+    assert github.out.startswith(
+        "::warning file=specs/web.yaml,line=6,col=56,title=rulegen rate/window::"
+        "DiskUtilizationHigh: window 30s"
+    )
+
+
+def test_the_example_specs_are_clean(cli: Cli, in_tmp: Path) -> None:
+    repo = Path(__file__).resolve().parent.parent
+    shutil.copytree(repo / "specs", in_tmp / "specs")
+    shutil.copytree(repo / "templates", in_tmp / "templates")
+    result = cli("lint")
+    assert (result.code, result.out, result.err) == (0, "", "")
+
+
+def test_a_broken_spec_exits_2(cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": spec("alerts: []\n")})
+    assert cli("lint").code == 2
+
+
+# --- online checks -----------------------------------------------------------------------
+
+ONLINE = spec("""
+    evaluation_interval: 1m
+    selectors: {node: 'job="node"'}
+    alerts:
+      - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning}
+      - {signal: disk_utilization, name: TypoDisk, threshold: 90%, for: 5m, severity: warning,
+         metric: node_disk_io_time_seconds_totl}
+      - {signal: network_saturation, threshold: 80%, for: 5m, severity: warning}
+    """)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Prometheus with the last hours of node series and a job ``node`` scraped every 30s."""
+    if shutil.which("prometheus") is None or shutil.which("promtool") is None:
+        pytest.skip("needs prometheus and promtool")
+    workdir = tmp_path_factory.mktemp("live")
+    end = int(time.time()) // 60 * 60 - 3600
+    stamps = range(end - 4 * 3600, end, 60)
+    labels = 'instance="n1:9100", job="node"'
+    series = [
+        (f'node_disk_io_time_seconds_total{{device="nvme0n1", {labels}}}',
+         [(t, 0.5 * (t - stamps[0])) for t in stamps]),
+        (f'node_network_receive_bytes_total{{device="eth0", {labels}}}',
+         [(t, 1e6 * (t - stamps[0])) for t in stamps]),
+        (f'node_network_receive_bytes_total{{device="eth1", {labels}}}',
+         [(t, 1e6 * (t - stamps[0])) for t in stamps]),
+        (f'node_network_transmit_bytes_total{{device="eth0", {labels}}}',
+         [(t, 0.0) for t in stamps]),
+        (f'node_network_transmit_bytes_total{{device="eth1", {labels}}}',
+         [(t, 0.0) for t in stamps]),
+        (f'node_network_speed_bytes{{device="eth1", {labels}}}', [(t, 1.25e9) for t in stamps]),
+    ]  # fmt: skip
+    source = workdir / "series.om"
+    source.write_text(openmetrics(series))
+    data = workdir / "data"
+    create_blocks_from_openmetrics(source, data)
+    closed = f"127.0.0.1:{free_port()}"  # nothing listens: the target is down but configured
+    job = {"job_name": "node", "scrape_interval": "30s", "static_configs": [{"targets": [closed]}]}
+    with running(data, workdir, 60, [job]) as server:
+        deadline = time.monotonic() + 30
+        while not server.api("targets", {"state": "active"})["activeTargets"]:
+            assert time.monotonic() < deadline, "the scrape target never showed up"
+            time.sleep(0.2)
+        yield server.url
+
+
+def test_online_checks(live: str, cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": ONLINE})
+    result = cli("lint", "--prometheus", live)
+    assert result.err == ""
+    assert result.code == 1
+    assert result.out == (
+        "specs/web.yaml:8:5: [scrape/interval] warning: DiskUtilizationHigh: job node is "
+        "scraped every 30s, so the 1m window holds fewer than 4 scrapes; use at least 2m\n"
+        "specs/web.yaml:9:5: [scrape/interval] warning: TypoDisk: job node is scraped every "
+        "30s, so the 1m window holds fewer than 4 scrapes; use at least 2m\n"
+        "specs/web.yaml:9:5: [series/missing] error: TypoDisk: no series matches "
+        'node_disk_io_time_seconds_totl{job="node"} in the last day: a typo, a metric renamed '
+        "by an exporter upgrade (vLLM renames often), or a target not scraped\n"
+        "specs/web.yaml:11:5: [scrape/interval] warning: NetworkInterfaceSaturated: job node "
+        "is scraped every 30s, so the 1m window holds fewer than 4 scrapes; use at least 2m\n"
+        "specs/web.yaml:11:5: [series/speed-missing] warning: NetworkInterfaceSaturated: 1 "
+        "physical NIC(s) have no usable node_network_speed_bytes (n1:9100/eth0) and the alert "
+        "has no link_speed: it can never fire for them; set link_speed or exclude them in "
+        "virtual_devices\n"
+    )
+
+
+def test_online_unreachable_prometheus_exits_2(cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": ONLINE})
+    url = f"http://127.0.0.1:{free_port()}"
+    result = cli("lint", "--prometheus", url)
+    assert result.code == 2
+    assert result.err.startswith(f"rulegen: error: cannot reach Prometheus at {url}: ")
+    assert result.err.count("\n") == 1
+
+
+def test_online_checks_pass_on_a_matching_spec(live: str, cli: Cli, in_tmp: Path) -> None:
+    """Negatives: series that exist, a 2m window at a 30s scrape, a NIC speed given."""
+    clean = spec("""
+        evaluation_interval: 1m
+        scrape_interval: 30s
+        selectors: {node: 'job="node"'}
+        alerts:
+          - {signal: disk_utilization, threshold: 90%, window: 2m, for: 5m, severity: warning}
+          - {signal: network_saturation, threshold: 80%, window: 2m, for: 5m,
+             severity: warning, link_speed: 10Gbps}
+        """)
+    write_tree(in_tmp, {"specs/web.yaml": clean})
+    result = cli("lint", "--prometheus", live)
+    assert (result.code, result.out, result.err) == (0, "", "")
