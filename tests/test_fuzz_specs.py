@@ -360,8 +360,8 @@ def check_cli_on(files: dict[str, str]) -> None:
         else:
             assert checked.code == 0, (checked, built)
             assert sorted(p.name for p in Path("out").iterdir()) in (
-                ["prometheus"],
-                ["prometheus", "tests"],
+                ["grafana", "prometheus"],
+                ["grafana", "prometheus", "tests"],
             )
 
 

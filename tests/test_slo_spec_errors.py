@@ -1207,6 +1207,8 @@ def test_the_three_ways_to_write_99_9_percent_give_the_same_rules(
 def test_an_slo_only_spec_writes_no_service_rule_file(legal_builds: dict[str, Built]) -> None:
     built = legal_builds["an SLO-only spec (no alerts) with a ratio and a latency SLO"]
     assert sorted(name for name, body in built.files.items() if body is not None) == [
+        "grafana/provisioning.yaml",
+        "grafana/web.json",
         "prometheus/web.slo.api.rules.yml",
         "prometheus/web.slo.ttft.rules.yml",
         "tests/web.slo.api.history.test.yml",
