@@ -21,12 +21,13 @@ from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
 from rulegen.diagnosis.tests import diagnosis_tests
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
+from rulegen.groups import build_groups
 from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.output import dump_json, dump_yaml
 from rulegen.render.grafana import dashboard_json, provisioning
 from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
-from rulegen.resolve import ResolvedSpec, build_groups, resolve_spec
+from rulegen.resolve import ResolvedSpec, resolve_spec
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
 from rulegen.routing.output import routing_output

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rulegen import __version__
+from rulegen.backtest import command as backtest
 from rulegen.build import OWNED, build, discover, display, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--prometheus", metavar="URL", help="also check against this Prometheus")
     lint.add_argument("--format", choices=sorted(FORMATS), default="text")
     lint.add_argument("--templates", type=Path, action="append", default=None)
+    backtest.add_parser(sub)
     s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
     s.add_argument("--templates", type=Path, action="append", default=None)
     return parser
@@ -144,7 +146,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run the command, map errors to exit codes."""
     try:
         args = _parser().parse_args(argv)
-        commands = {"build": _build, "validate": _validate, "lint": _lint, "schema": _schema}
+        commands = {
+            "build": _build,
+            "validate": _validate,
+            "lint": _lint,
+            "backtest": lambda a: backtest.run(a, _catalog(a.templates)),
+            "schema": _schema,
+        }
         command = commands[args.command]
         return command(args)
     except SpecError as exc:

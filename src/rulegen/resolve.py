@@ -15,11 +15,11 @@ from typing import Any
 from rulegen import promql, units
 from rulegen.catalog import Catalog, SignalDef
 from rulegen.diagnosis.model import Host, ResolvedDiagnosis
-from rulegen.diagnosis.resolve import resolve_diagnoses, with_host
+from rulegen.diagnosis.resolve import resolve_diagnoses
 from rulegen.errors import Diagnostic
 from rulegen.fields import Collector, duration
 from rulegen.fields import labels as label_set
-from rulegen.model import AlertRule, Origin, RecordingRule, RuleGroup
+from rulegen.model import Origin
 from rulegen.slo.model import ResolvedSLO
 from rulegen.slo.resolve import resolve_slos
 from rulegen.spec.loader import PathKey, Positions
@@ -77,6 +77,7 @@ class ResolvedSpec:
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     host_label: str | None = None
     retention: Decimal | None = None
+    max_group_rules: int | None = None
 
 
 def resolve_spec(
@@ -117,7 +118,7 @@ def resolve_spec(
         alerts = [replace(a, host=host) if a.name in explained else a for a in alerts]
     resolved = ResolvedSpec(
         spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
-        spec.host_label, retention,
+        spec.host_label, retention, spec.max_group_rules,
     )  # fmt: skip
     return resolved, []
 
@@ -489,62 +490,3 @@ def _check_buckets(
             (*path, "threshold"),
             f"must be at least the smallest bucket bound {units.literal(bounds[0])}s",
         )
-
-
-def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[RuleGroup, ...]:
-    """Group rules by signal family: recordings first, then the alerts that read them."""
-    interval = units.format_duration(spec.evaluation_interval)
-    by_family: dict[str, list[ResolvedAlert]] = {}
-    for alert in spec.alerts:
-        by_family.setdefault(alert.signal.family if alert.signal else "custom", []).append(alert)
-    order = [f for f in (*family_order, "custom") if f in by_family]
-    records = record_names(spec.alerts)
-    groups = []
-    for family in order:
-        recordings: dict[str, RecordingRule] = {}
-        alerts: list[AlertRule] = []
-        for alert in by_family[family]:
-            expr = alert.expr
-            if alert.record is not None:
-                # The service label keeps two services' recordings (and a mixin's recording of
-                # the same name) apart; the alert reads only its own.
-                name = records[alert.name]
-                own = (("service", spec.service),)
-                recordings.setdefault(name, RecordingRule(name, alert.quantity, own, alert.origin))
-                selector = f"{name}{{service={promql.quote(spec.service)}}}"
-                expr = expr.replace(alert.record, selector, 1)
-            if alert.host is not None and alert.host.derived:
-                expr = with_host(alert.host, expr)
-            alerts.append(
-                AlertRule(
-                    alert.name,
-                    expr,
-                    units.format_duration(alert.for_seconds) if alert.for_seconds else "",
-                    alert.labels,
-                    alert.annotations,
-                    alert.origin,
-                )
-            )
-        groups.append(
-            RuleGroup(f"{spec.service}-{family}", interval, (*recordings.values(), *alerts))
-        )
-    return tuple(groups)
-
-
-def record_names(alerts: tuple[ResolvedAlert, ...]) -> dict[str, str]:
-    """A recording name per alert: shared when the expression is the same, suffixed when not."""
-    expr_of: dict[str, str] = {}
-    names: dict[str, str] = {}
-    for alert in alerts:
-        if alert.record is None:
-            continue
-        name = alert.record
-        if expr_of.setdefault(name, alert.quantity) != alert.quantity:
-            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", alert.name).lower()
-            name = f"{alert.record}_{snake}"
-            count = 1
-            while expr_of.setdefault(name, alert.quantity) != alert.quantity:
-                count += 1
-                name = f"{alert.record}_{snake}_{count}"
-        names[alert.name] = name
-    return names

@@ -17,7 +17,8 @@ from rulegen.catalog import SignalDef
 from rulegen.dashboard.model import FILTERS, Dashboard, Panel, Query, Row
 from rulegen.diagnosis.model import Evidence, ResolvedDiagnosis
 from rulegen.diagnosis.rules import record_names as diagnosis_records
-from rulegen.resolve import ResolvedAlert, ResolvedSpec, record_names, render_quantity
+from rulegen.groups import record_names
+from rulegen.resolve import ResolvedAlert, ResolvedSpec, render_quantity
 from rulegen.slo.model import ResolvedSLO, Tier
 from rulegen.slo.resolve import format_fraction
 from rulegen.slo.rules import (

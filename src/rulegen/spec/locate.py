@@ -79,6 +79,7 @@ _SIMPLE = {
     "literal_error": "must be {expected} (got {got})",
     "string_pattern_mismatch": "must match {pattern} (got {got})",
     "string_too_long": "must be at most {max_length} characters",
+    "greater_than_equal": "must be at least {ge} (got {got})",
     "too_short": "must not be empty",
     "union_tag_invalid": "unknown {tag_kind} {tag!r} (known: {expected_tags})",
 }
@@ -94,7 +95,10 @@ def _message(error: ErrorDetails) -> str:
     """Pydantic's error in the words of the spec, through one table."""
     template = _SIMPLE.get(error["type"])
     if template is not None:
-        context = {"expected": "", "pattern": "", "tag": "", "expected_tags": "", "max_length": ""}
+        context = {
+            "expected": "", "pattern": "", "tag": "", "expected_tags": "", "max_length": "",
+            "ge": "",
+        }  # fmt: skip
         context.update({k: v for k, v in error.get("ctx", {}).items()})
         context["discriminator"] = context.get("discriminator", "'signal'")
         context["tag_kind"] = _TAG_KINDS.get(_tag_key(error), "tag")

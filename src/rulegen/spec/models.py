@@ -145,6 +145,8 @@ class SpecModel(SpecBase):
     host_label: str | None = Field(default=None, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
     # How long Prometheus keeps samples (`--storage.tsdb.retention.time`), for `rulegen lint`.
     retention: Duration = None
+    # Split a family's rule group past this many rules (never a recording from its alerts).
+    max_group_rules: int | None = Field(default=None, ge=2)
     diagnoses: Annotated[list[DiagnosisSpec], Field(min_length=1)] | None = None
 
 

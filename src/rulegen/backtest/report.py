@@ -1,0 +1,174 @@
+"""Backtest output: a table per alert, one JSON row per alert and label set, PNG plots.
+
+Why: CI and notebooks read the JSON, people read the table; both come from the same reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from rulegen import units
+from rulegen.backtest import plot
+from rulegen.backtest.replay import Labels, Summary
+from rulegen.backtest.targets import Report
+
+# --- output ----------------------------------------------------------------------------------
+
+
+def rfc3339(ms: int) -> str:
+    """``2026-01-01T00:00:00Z`` (milliseconds only when not whole seconds)."""
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{ms % 1000:03d}Z" if ms % 1000 else f"{text}Z"
+
+
+def _seconds(ms: int) -> int | float:
+    return ms // 1000 if ms % 1000 == 0 else ms / 1000
+
+
+def _number(value: float) -> int | float:
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def _row_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["alert"], row["group"], sorted(row["labels"].items()),
+            sorted(row["rule_labels"].items()))  # fmt: skip
+
+
+def json_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
+    """One object per alert and label set (one with empty ``labels`` for an alert that never
+    fired), sorted by alert, group, labels and the rule's own labels (``rule_labels``: they
+    tell apart two rules of one name in one group, such as an SLO's page and ticket tiers)."""
+    rows: list[dict[str, Any]] = []
+    for report in reports:
+        common: dict[str, Any] = {"warning": report.warning}
+        if report.per_week is not None:  # asked for: null when none can be made
+            common["suggestion"] = None
+        if report.suggestion is not None:
+            s = report.suggestion
+            common["suggestion"] = {
+                "op": s.op, "threshold": _number(s.threshold), "direction": s.direction,
+                "fired": s.fired, "allowed": s.allowed, "per_week": report.per_week,
+                "current_fired": report.current_fired,
+            }  # fmt: skip
+        entries: list[tuple[Labels, Summary | None]] = [*sorted(report.summaries.items())]
+        for labels, summary in entries or [((), None)]:
+            row: dict[str, Any] = {
+                "alert": report.target.alert,
+                "group": report.target.group,
+                "labels": dict(labels),
+                "rule_labels": dict(report.target.labels),
+                "episodes": [
+                    {"start": rfc3339(e.start), "end": None if e.end is None else rfc3339(e.end)}
+                    for e in (summary.episodes if summary else ())
+                ],
+                "firing_seconds": _seconds(summary.firing_ms) if summary else 0,
+                "fired": summary.fired if summary else 0,
+                "longest_seconds": _seconds(summary.longest_ms) if summary else 0,
+                "flaps": summary.flaps if summary else 0,
+                **common,
+            }
+            rows.append(row)
+    return sorted(rows, key=_row_key)
+
+
+def _duration(ms: int) -> str:
+    return units.format_duration(Decimal(ms) / 1000)
+
+
+def text_report(report: Report) -> str:
+    """A readable block per alert: header, totals, a table per label set, warnings."""
+    t = report.target
+    fors = f"for {_duration(t.for_ms)}"
+    if t.keep_firing_for_ms:
+        fors += f", keep_firing_for {_duration(t.keep_firing_for_ms)}"
+    own = ", ".join(f"{k}={v}" for k, v in t.labels)
+    lines = [f"{t.alert} ({t.group}): {fors}, every {_duration(report.step_ms)}; {own}"]
+    lines.extend(f"  {line}" for line in t.expr.splitlines())
+    start, end = report.span
+    total = sum(s.firing_ms for s in report.summaries.values())
+    where = f"  {rfc3339(start)} .. {rfc3339(end)}: "
+    if report.warning:
+        lines.append(f"  warning: {report.warning}")
+    if not report.summaries:
+        lines.append(where + ("no data to replay" if report.warning else "never fired"))
+    else:
+        times = "time" if report.fired == 1 else "times"
+        lines.append(
+            where + f"fired {report.fired} {times} on {len(report.summaries)} label set(s), "
+            f"{_duration(total)} firing in total"
+        )
+        lines.extend(_table(report))
+    lines.extend(f"  {note}" for note in report.notes)
+    if report.suggestion is not None and report.comparison is not None:
+        s = report.suggestion
+        now = units.literal(report.comparison[2])
+        lines.append(
+            f"  suggestion: {s.op} {_number(s.threshold)} (fire when {s.direction}) would have "
+            f"fired {s.fired} time(s), budget {s.allowed:.3g} ({report.per_week:g}/week over "
+            f"this range); {s.op} {now} fired {report.current_fired}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _table(report: Report) -> list[str]:
+    static = {name for name, _ in report.target.labels}
+    head = ("labels", "fired", "firing", "longest", "flaps")
+    rows = [
+        (
+            ", ".join(f"{k}={v}" for k, v in labels if k not in static) or "{}",
+            str(s.fired),
+            _duration(s.firing_ms),
+            _duration(s.longest_ms),
+            str(s.flaps),
+        )  # fmt: skip
+        for labels, s in sorted(report.summaries.items())
+    ]
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+    out = []
+    for row in (head, *rows):
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        out.append("    " + "  ".join(cells).rstrip())
+    return out
+
+
+# --- plots, progress -------------------------------------------------------------------------
+
+
+def write_plots(reports: Sequence[Report], folder: Path) -> list[Path]:
+    """A PNG per alert in ``folder``: ``<alert>.png``, ``<group>.<alert>.png`` when two groups
+    have an alert of that name, ``<group>.<alert>.<n>.png`` for the n-th rule of that name in
+    one group (an SLO's tiers)."""
+    names = [r.target.alert for r in reports]
+    rules = [(r.target.group, r.target.alert) for r in reports]
+    written = []
+    for index, report in enumerate(reports):
+        t = report.target
+        stem = t.alert if names.count(t.alert) == 1 else f"{t.group}.{t.alert}"
+        if rules.count((t.group, t.alert)) > 1:
+            stem += f".{rules[: index + 1].count((t.group, t.alert))}"
+        start, end = report.span
+        shown = [x for x in report.times if start <= x <= end]
+        firing = [
+            (e.start, e.end if e.end is not None else end)
+            for s in report.summaries.values()
+            for e in s.episodes
+        ]
+        threshold = None
+        title = f"{t.alert} ({t.group}): fired {report.fired}x"
+        if report.comparison is not None:
+            _, op, value = report.comparison
+            threshold = float(value)
+            title += f", {op} {units.literal(value)} for {_duration(t.for_ms)}"
+        if report.warning:
+            title += " (no data: a recording is missing on the server)"
+        path = folder / f"{stem}.png"
+        plot.write_png(path, title, report.quantity or report.values, shown, threshold, firing)
+        written.append(path)
+    return written

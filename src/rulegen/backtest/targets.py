@@ -1,0 +1,100 @@
+"""What a backtest replays: every alerting rule of a build, and the replay of one of them.
+
+Why: the command, the output and the plots all read the same two objects, so they live apart
+from the code that fetches and replays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from rulegen import units
+from rulegen.backtest.query import Samples
+from rulegen.backtest.replay import Labels, Suggestion, Summary
+from rulegen.build import BuildResult
+from rulegen.errors import UsageError
+from rulegen.model import AlertRule, RuleGroup
+
+# --- what to replay --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One alerting rule as the replay needs it (times in ms).
+
+    ``keep_firing_for_ms`` is 0 for rulegen's rules (the model has no ``keep_firing_for``);
+    the replay supports it for rules built by other means.
+    """
+
+    alert: str
+    group: str
+    expr: str
+    for_ms: int
+    step_ms: int
+    labels: tuple[tuple[str, str], ...] = ()
+    keep_firing_for_ms: int = 0
+
+
+def _ms(duration: str) -> int:
+    return int(units.parse_duration(duration) * 1000) if duration else 0
+
+
+def targets(result: BuildResult, names: Sequence[str] = ()) -> list[Target]:
+    """Every alerting rule of a build (signal, diagnosis and SLO groups), sorted by name and
+    group; only those named in ``names`` when given (an unknown name is a ``UsageError``)."""
+    groups: list[RuleGroup] = [g for s in result.services for g in s.groups]
+    groups += [slo.group for s in result.services for slo in s.slos]
+    rules = [(group, rule) for group in groups for rule in group.rules]
+    found = sorted(
+        (
+            Target(rule.alert, group.name, rule.expr, _ms(rule.for_), _ms(group.interval),
+                   rule.labels)
+            for group, rule in rules
+            if isinstance(rule, AlertRule)
+        ),
+        key=lambda t: (t.alert, t.group),
+    )  # fmt: skip
+    if not names:
+        return found
+    known = {t.alert for t in found}
+    for name in names:
+        if name not in known:
+            listed = ", ".join(sorted(known)[:12]) + (", …" if len(known) > 12 else "")
+            raise UsageError(f"--alert {name}: no such alert in the specs (alerts: {listed})")
+    return [t for t in found if t.alert in names]
+
+
+def recordings(result: BuildResult) -> frozenset[str]:
+    """The names of every recording rule of a build."""
+    groups = [g for s in result.services for g in s.groups]
+    groups += [slo.group for s in result.services for slo in s.slos]
+    return frozenset(r.record for g in groups for r in g.rules if not isinstance(r, AlertRule))
+
+
+# --- one alert -------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """The replay of one alert over ``span`` (Unix ms, both ends included)."""
+
+    target: Target
+    span: tuple[int, int]
+    step_ms: int
+    times: list[int]
+    values: Samples
+    summaries: dict[Labels, Summary]
+    warning: str | None = None
+    quantity: Samples | None = None
+    comparison: tuple[str, str, Decimal] | None = None
+    suggestion: Suggestion | None = None
+    current_fired: int | None = None
+    per_week: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fired(self) -> int:
+        """Firings of all label sets inside the span."""
+        return sum(s.fired for s in self.summaries.values())

@@ -1,0 +1,106 @@
+"""Resolved alerts → rule groups: one group per signal family, recordings before alerts.
+
+Why: Prometheus evaluates groups concurrently and the rules of a group one after another, so
+a group per family keeps a recording and the alert that reads it in evaluation order, while
+families run side by side; a cap on rules per group (``max_group_rules``) splits a large family
+without ever separating a recording from an alert that reads it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rulegen import promql, units
+from rulegen.diagnosis.resolve import with_host
+from rulegen.model import AlertRule, RecordingRule, RuleGroup
+from rulegen.resolve import ResolvedAlert, ResolvedSpec
+
+# A recording and every alert that reads it, or a lone alert: never split across groups.
+_Unit = tuple[list[RecordingRule], list[AlertRule]]
+
+
+def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[RuleGroup, ...]:
+    """Group rules by signal family: recordings first, then the alerts that read them."""
+    interval = units.format_duration(spec.evaluation_interval)
+    by_family: dict[str, list[ResolvedAlert]] = {}
+    for alert in spec.alerts:
+        by_family.setdefault(alert.signal.family if alert.signal else "custom", []).append(alert)
+    order = [f for f in (*family_order, "custom") if f in by_family]
+    records = record_names(spec.alerts)
+    groups: list[RuleGroup] = []
+    for family in order:
+        family_units: dict[str, _Unit] = {}
+        for alert in by_family[family]:
+            expr = alert.expr
+            key = f"alert:{alert.name}"
+            recording = None
+            if alert.record is not None:
+                # The service label keeps two services' recordings (and a mixin's recording of
+                # the same name) apart; the alert reads only its own.
+                name = records[alert.name]
+                own = (("service", spec.service),)
+                recording = RecordingRule(name, alert.quantity, own, alert.origin)
+                selector = f"{name}{{service={promql.quote(spec.service)}}}"
+                expr = expr.replace(alert.record, selector, 1)
+                key = f"record:{name}"
+            if alert.host is not None and alert.host.derived:
+                expr = with_host(alert.host, expr)
+            rule = AlertRule(
+                alert.name,
+                expr,
+                units.format_duration(alert.for_seconds) if alert.for_seconds else "",
+                alert.labels,
+                alert.annotations,
+                alert.origin,
+            )
+            unit = _unit_of(family_units, key, recording)
+            unit[1].append(rule)
+        name = f"{spec.service}-{family}"
+        for index, chunk in enumerate(_pack(list(family_units.values()), spec.max_group_rules)):
+            suffix = f"-{index + 1}" if index else ""
+            recordings = [r for unit in chunk for r in unit[0]]
+            alerts = [a for unit in chunk for a in unit[1]]
+            groups.append(RuleGroup(name + suffix, interval, (*recordings, *alerts)))
+    return tuple(groups)
+
+
+def _unit_of(units: dict[str, _Unit], key: str, recording: RecordingRule | None) -> _Unit:
+    """The unit (a recording and every alert that reads it, or a lone alert) for ``key``."""
+    if key not in units:
+        units[key] = ([recording] if recording is not None else [], [])
+    return units[key]
+
+
+def _pack(units: list[_Unit], cap: int | None) -> list[list[_Unit]]:
+    """Units in order, into chunks of at most ``cap`` rules (a larger unit stays whole)."""
+    if cap is None:
+        return [units]
+    chunks: list[list[_Unit]] = [[]]
+    size = 0
+    for unit in units:
+        count = len(unit[0]) + len(unit[1])
+        if chunks[-1] and size + count > cap:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(unit)
+        size += count
+    return chunks
+
+
+def record_names(alerts: tuple[ResolvedAlert, ...]) -> dict[str, str]:
+    """A recording name per alert: shared when the expression is the same, suffixed when not."""
+    expr_of: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for alert in alerts:
+        if alert.record is None:
+            continue
+        name = alert.record
+        if expr_of.setdefault(name, alert.quantity) != alert.quantity:
+            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", alert.name).lower()
+            name = f"{alert.record}_{snake}"
+            count = 1
+            while expr_of.setdefault(name, alert.quantity) != alert.quantity:
+                count += 1
+                name = f"{alert.record}_{snake}_{count}"
+        names[alert.name] = name
+    return names

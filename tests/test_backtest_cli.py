@@ -1,0 +1,228 @@
+"""``rulegen backtest`` on the command line: usage errors are one line and exit 2, a missing
+matplotlib exits 3; and the small helpers the command is made of.
+
+The process tests run the installed ``rulegen`` (``cli.py`` wires ``backtest`` in); the
+replay itself is proven against promtool in ``test_backtest_promtool``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, run_rulegen, write_tree
+
+from rulegen.backtest import plot
+from rulegen.backtest.command import ProgressBar, alert_labels, parse_time, query_times
+from rulegen.backtest.query import chunks, grid, selectors
+from rulegen.backtest.replay import Labels
+from rulegen.backtest.report import rfc3339, write_plots
+from rulegen.backtest.targets import Report, Target
+from rulegen.errors import ToolNotFoundError, UsageError
+from rulegen.validate.history import free_port
+
+SPEC = """\
+version: 1
+service: cli
+alerts:
+  - signal: requests_waiting
+    threshold: 10
+    severity: warning
+"""
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> Path:
+    return write_tree(tmp_path, {"specs/cli.yaml": SPEC}) / "specs"
+
+
+def backtest(specs: Path, *argv: str, env: dict[str, str] | None = None) -> CliResult:
+    return run_rulegen("backtest", str(specs), *argv, cwd=specs.parent, env=env)
+
+
+def dead_url() -> str:
+    return f"http://127.0.0.1:{free_port()}"
+
+
+def one_line_error(result: CliResult, code: int = 2) -> str:
+    """The single stderr line of a failed run (no traceback, nothing on stdout)."""
+    assert result.code == code, result.err
+    assert result.out == ""
+    lines = result.err.splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("rulegen: error: ")
+    return lines[0]
+
+
+BAD_ARGS = [
+    # (case, arguments, the error line)
+    ("bad --from", ["--from", "yesterday", "--to", "1767225600"],
+     "rulegen: error: --from 'yesterday': not a time; use RFC3339 (2026-01-01T00:00:00Z) or "
+     "Unix seconds"),
+    ("no zone", ["--from", "2026-01-01T00:00:00", "--to", "1767225600"],
+     "rulegen: error: --from '2026-01-01T00:00:00': not a time; use RFC3339 "
+     "(2026-01-01T00:00:00Z) or Unix seconds"),
+    ("from after to", ["--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"],
+     "rulegen: error: --from 2026-01-02T00:00:00Z must be before --to 2026-01-01T00:00:00Z"),
+    ("bad --step", ["--from", "0", "--to", "60", "--step", "fast"],
+     "rulegen: error: --step: invalid duration 'fast' (expected Prometheus syntax like 30s, "
+     "5m, 1h)"),
+    ("bad --suggest", ["--from", "0", "--to", "60", "--suggest", "-1"],
+     "rulegen: error: --suggest '-1': expected a number of firings >= 0"),
+    ("unknown --alert", ["--from", "0", "--to", "60", "--alert", "Nope"],
+     "rulegen: error: --alert Nope: no such alert in the specs (alerts: RequestQueueBacklog)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "line"), [c[1:] for c in BAD_ARGS], ids=[c[0] for c in BAD_ARGS])
+def test_usage_errors_are_one_line(specs: Path, argv: list[str], line: str) -> None:
+    assert one_line_error(backtest(specs, "--prometheus", dead_url(), *argv)) == line
+
+
+def test_unreachable_prometheus_is_one_line(specs: Path) -> None:
+    url = dead_url()
+    result = backtest(specs, "--prometheus", url, "--from", "0", "--to", "3600")
+    line = one_line_error(result)
+    assert line == f"rulegen: error: cannot reach Prometheus at {url}: Connection refused"
+
+
+def test_not_a_url(specs: Path) -> None:
+    result = backtest(specs, "--prometheus", "localhost:9090", "--from", "0", "--to", "60")
+    line = one_line_error(result)
+    assert (
+        line == "rulegen: error: --prometheus localhost:9090: not a URL (expected http://host:9090)"
+    )
+
+
+def test_missing_required_flag(specs: Path) -> None:
+    line = one_line_error(backtest(specs, "--from", "0", "--to", "60"))
+    assert "--prometheus" in line
+
+
+def test_missing_matplotlib_exits_3(specs: Path, tmp_path: Path) -> None:
+    """``--plot`` without matplotlib: exit 3 with the install line, before any query."""
+    shim = write_tree(tmp_path / "shim", {"matplotlib/__init__.py": "raise ImportError('no')\n"})
+    path = os.pathsep.join(p for p in (str(shim), os.environ.get("PYTHONPATH", "")) if p)
+    result = backtest(
+        specs, "--prometheus", dead_url(), "--from", "0", "--to", "60",
+        "--plot", str(tmp_path / "png"), env={"PYTHONPATH": path},
+    )  # fmt: skip
+    line = one_line_error(result, code=3)
+    assert line == (
+        "rulegen: error: --plot needs matplotlib: pip install 'rulegen[plot]' "
+        "(or pip install matplotlib)"
+    )
+    assert not (tmp_path / "png").exists()
+
+
+def test_require_matplotlib_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    with pytest.raises(ToolNotFoundError, match="pip install 'rulegen\\[plot\\]'"):
+        plot.require_matplotlib()
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+TIMES = [
+    ("1767225600", 1767225600000),
+    ("1767225600.5", 1767225600500),
+    ("2026-01-01T00:00:00Z", 1767225600000),
+    ("2026-01-01T01:00:00+01:00", 1767225600000),
+    ("2026-01-01T00:00:00.250Z", 1767225600250),
+]
+
+
+@pytest.mark.parametrize(("text", "ms"), TIMES)
+def test_parse_time(text: str, ms: int) -> None:
+    assert parse_time(text, "--from") == ms
+
+
+@pytest.mark.parametrize("text", ["", "now", "-5", "2026-01-01", "nan", "2026-13-01T00:00:00Z"])
+def test_parse_time_refuses(text: str) -> None:
+    with pytest.raises(UsageError, match="not a time"):
+        parse_time(text, "--from")
+
+
+def test_rfc3339() -> None:
+    assert rfc3339(1767225600000) == "2026-01-01T00:00:00Z"
+    assert rfc3339(1767225600250) == "2026-01-01T00:00:00.250Z"
+
+
+def test_grid_and_lead_in() -> None:
+    """Evaluations on multiples of the step; the lead-in is max(for, keep_firing_for) + a step."""
+    assert grid(1001, 61_000, 15_000) == [15_000, 30_000, 45_000, 60_000]
+    target = Target("A", "g", "x > 1", for_ms=60_000, step_ms=15_000, keep_firing_for_ms=90_000)
+    times = query_times(target, (1_000_000, 1_200_000))
+    assert times[0] == 885_000  # 1_000_000 - 105_000, down to a multiple of the step
+    assert times[-1] == 1_200_000 - 1_200_000 % 15_000
+    assert query_times(target, (1_000_000, 1_200_000), 60_000)[0] == 840_000
+    assert query_times(target, (900_000, 1_200_000))[0] == 795_000
+
+
+def test_chunks() -> None:
+    times = list(range(25))
+    assert chunks(times, 10) == [(0, 9), (10, 19), (20, 24)]
+    assert chunks(list(range(11_000))) == [(0, 10_999)]
+    assert chunks(list(range(11_001))) == [(0, 10_999), (11_000, 11_000)]
+
+
+def test_selectors_name_what_an_expression_reads() -> None:
+    expr = 'max by (i) (rate(a{x="1"}[5m] offset 1h)) / on (i) b > 0.9 and c:rec{service="s"}'
+    assert selectors(expr) == [("a", 'a{x="1"}'), ("b", "b{}"), ("c:rec", 'c:rec{service="s"}')]
+
+
+def test_alert_labels() -> None:
+    """Prometheus's order: series labels without __name__, then the rule's (templates
+    expanded, an empty value removes the label)."""
+    series = (("__name__", "m"), ("instance", "a"), ("severity", "low"), ("team", "x"))
+    rule = (("severity", "critical"), ("team", ""), ("where", '{{ "{{" }} {{ $labels.instance }}'))
+    assert alert_labels(series, rule, 1.0) == (
+        ("instance", "a"), ("severity", "critical"), ("where", "{{ a"),
+    )  # fmt: skip
+
+
+def test_progress_bar() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(4, stream, width=8)
+    bar.advance()
+    bar.advance()
+    bar.finish()
+    assert stream.getvalue() == (
+        "\rbacktest [##......] 1/4 queries\rbacktest [####....] 2/4 queries\n"
+    )
+
+
+def test_png_is_1200_by_500(tmp_path: Path) -> None:
+    """Without a server: the PNG's signature and IHDR size, gaps and shading included."""
+    times = list(range(0, 3_600_000, 15_000))
+    series: dict[Labels, dict[int, float]] = {
+        (("instance", "a"),): {t: t / 1000 % 300 for t in times if t % 600_000}
+    }
+    path = tmp_path / "a.png"
+    plot.write_png(path, "A", series, times, 200.0, [(60_000, 120_000)])
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data[12:16] == b"IHDR"
+    assert struct.unpack(">II", data[16:24]) == (1200, 500)
+
+
+def test_plot_names_are_unique(tmp_path: Path) -> None:
+    """Two rules of one name in one group (an SLO's tiers) get numbered files."""
+    reports = [
+        Report(Target(name, group, "x > 1", 0, 15_000, labels), (0, 60_000), 15_000,
+               [0, 15_000, 30_000, 45_000, 60_000], {}, {})
+        for name, group, labels in [
+            ("Burn", "slo", (("severity", "critical"),)),
+            ("Burn", "slo", (("severity", "warning"),)),
+            ("Disk", "a", ()), ("Disk", "b", ()), ("Only", "a", ()),
+        ]
+    ]  # fmt: skip
+    written = write_plots(reports, tmp_path)
+    assert [p.name for p in written] == [
+        "slo.Burn.1.png", "slo.Burn.2.png", "a.Disk.png", "b.Disk.png", "Only.png",
+    ]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in written)
