@@ -93,7 +93,10 @@ def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
     before = _snapshot(in_tmp / "rules")
     result = cli("build")
     assert result.code == 1
-    assert "specs/llm-serving.yaml:123:5: alerts[20]: alertname: GpuTemperatureHigh" in result.err
+    line = spec.read_text().splitlines().index("  - signal: custom") + 1
+    assert f"specs/llm-serving.yaml:{line}:5: alerts[20]: alertname: GpuTemperatureHigh" in (
+        result.err
+    )
     assert result.err.rstrip().endswith("rulegen: validation failed; nothing written")
     assert _snapshot(in_tmp / "rules") == before
     assert not [p for p in in_tmp.iterdir() if p.name.startswith(".")]

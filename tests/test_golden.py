@@ -60,3 +60,38 @@ def test_golden_output_passes_promtool(case: str, tmp_path: Path) -> None:
             argv, cwd=tmp_path / "out", capture_output=True, text=True, check=False
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example spec's PrometheusRule, Thanos and Mimir files (``--target``), byte for
+    byte; its plain rule files are the committed ``rules/`` (checked by the drift test)."""
+    repo = GOLDEN.parent.parent
+    monkeypatch.chdir(repo)
+    result = build(
+        discover([Path("specs")]),
+        load_catalog([Path("templates")]),
+        root=repo,
+        targets=("operator", "thanos", "mimir"),
+    )
+    files = {
+        name: text
+        for name, text in result.files.items()
+        if name.split("/")[0] in ("kubernetes", "thanos", "mimir")
+    }
+    expected = GOLDEN / "example-targets" / "expected"
+    if update_golden:
+        shutil.rmtree(expected, ignore_errors=True)
+        for name, text in files.items():
+            (expected / name).parent.mkdir(parents=True, exist_ok=True)
+            (expected / name).write_text(text, encoding="utf-8")
+    on_disk = {
+        p.relative_to(expected).as_posix(): p.read_text("utf-8")
+        for p in sorted(expected.rglob("*"))
+        if p.is_file()
+    }
+    assert sorted(on_disk) == [
+        "kubernetes/deepseek-v4.yaml",
+        "mimir/inference.yaml",
+        "thanos/deepseek-v4.rules.yml",
+    ]
+    assert files == on_disk, "example targets differ; run make update-golden and review"

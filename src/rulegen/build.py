@@ -25,8 +25,11 @@ from rulegen.groups import build_groups
 from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.output import dump_json, dump_yaml
 from rulegen.render.grafana import dashboard_json, provisioning
+from rulegen.render.mimir import mimir_namespace_file
+from rulegen.render.operator import prometheus_rule, service_groups
 from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
+from rulegen.render.thanos import thanos_rule_file
 from rulegen.resolve import ResolvedSpec, resolve_spec
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
@@ -39,8 +42,11 @@ from rulegen.spec.locate import pydantic_diagnostics
 from rulegen.spec.models import spec_model
 from rulegen.synth import build_tests
 from rulegen.validate import promtool
+from rulegen.validate.targets import check_targets
 
-OWNED = ("prometheus", "tests", "alertmanager", "grafana")
+OWNED = ("prometheus", "tests", "alertmanager", "grafana", "kubernetes", "thanos", "mimir")
+# Rule targets besides the plain rule files (always written: the tests run on them).
+TARGETS = ("prometheus", "operator", "thanos", "mimir")
 # promtool evaluates every rule of the file at every step of every test: about a million rule
 # evaluations a minute on one core; this keeps a build well inside promtool's timeout.
 MAX_TEST_COST = 5_000_000
@@ -64,6 +70,7 @@ class BuildResult:
         default_factory=list
     )
     reports: list[str] = field(default_factory=list)
+    targets: tuple[str, ...] = ("prometheus",)
 
     def test_cost(self, name: str) -> int:
         """Rule evaluations promtool will do for a test file (0 for a user's own tests)."""
@@ -173,7 +180,12 @@ def load_inputs(files: Sequence[Path], catalog: Catalog) -> Loaded:
     return Loaded(resolved, routing)
 
 
-def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> BuildResult:
+def build(
+    inputs: SpecInputs,
+    catalog: Catalog,
+    root: Path | None = None,
+    targets: Sequence[str] = ("prometheus",),
+) -> BuildResult:
     """Resolve the specs and render every output file in memory.
 
     ``root`` is the folder the headers' spec paths are relative to (the output folder's
@@ -181,7 +193,7 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
     """
     loaded = load_inputs(inputs.specs, catalog)
     specs = loaded.specs
-    result = BuildResult([])
+    result = BuildResult([], targets=tuple(t for t in TARGETS if t in targets))
     diagnostics: list[Diagnostic] = []
     for spec in specs:
         try:
@@ -200,6 +212,7 @@ def build(inputs: SpecInputs, catalog: Catalog, root: Path | None = None) -> Bui
     if specs:
         sources = ", ".join(sorted(_header_source(s.source, root) for s in specs))
         result.files["grafana/provisioning.yaml"] = dump_yaml(provisioning(), sources)
+        _add_targets(result, specs, root)
     if loaded.routing is not None:
         _add_routing(result, loaded.routing, root)
     for path in inputs.user_tests:
@@ -292,6 +305,38 @@ def _service_files(service: ServiceOutput, spec: ResolvedSpec, source: str) -> d
     return files
 
 
+def _add_targets(result: BuildResult, specs: Sequence[ResolvedSpec], root: Path | None) -> None:
+    """The other rule targets asked for: PrometheusRule objects, Thanos and Mimir files."""
+    namespaces: dict[str, list[tuple[ResolvedSpec, ServiceOutput]]] = {}
+    for spec, service in zip(specs, result.services, strict=True):
+        source = _header_source(spec.source, root)
+        groups = service_groups(service)
+        settings = spec.targets
+        if "operator" in result.targets:
+            operator = settings.operator
+            rule = prometheus_rule(spec.service, groups, operator.namespace, operator.labels)
+            result.files[f"kubernetes/{spec.service}.yaml"] = dump_yaml(rule, source)
+        if "thanos" in result.targets:
+            strategy = settings.thanos.partial_response_strategy
+            data, flags = thanos_rule_file(groups, strategy)
+            result.files[f"thanos/{spec.service}.rules.yml"] = dump_yaml(data, source)
+            result.reports.extend(f"thanos: {f.group}/{f.rule}: {f.reason}" for f in flags)
+        namespace = settings.mimir.namespace or spec.service
+        namespaces.setdefault(namespace, []).append((spec, service))
+    if "mimir" in result.targets:
+        for namespace, members in sorted(namespaces.items()):
+            label = {s.targets.mimir.grouping_label for s, _ in members}
+            if len(label) > 1:
+                raise UsageError(
+                    f"mimir namespace {namespace}: its services disagree on grouping_label "
+                    f"({', '.join(sorted(label))})"
+                )
+            groups = tuple(g for _, service in members for g in service_groups(service))
+            sources = ", ".join(sorted(_header_source(s.source, root) for s, _ in members))
+            data = mimir_namespace_file(namespace, groups, label.pop())
+            result.files[f"mimir/{namespace}.yaml"] = dump_yaml(data, sources)
+
+
 def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) -> None:
     output = routing_output(loaded.routing, loaded.base, result.services)
     source = _header_source(loaded.routing.source, root)
@@ -336,6 +381,7 @@ def validate(folder: Path, result: BuildResult) -> list[str]:
                 ["promtool test rules failed:", *_map_test_errors(failures, result)]
             )
         summary.append(f"promtool test rules: {len(tests)} file(s) passed")
+    summary.extend(check_targets(result.files))
     if routing_files.CONFIG in result.files:
         summary.extend(routing_files.validate_routing(folder, result.routing_cases))
     summary.extend(f"warning: {report}" for report in result.reports)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rulegen import __version__
 from rulegen.backtest import command as backtest
-from rulegen.build import OWNED, build, discover, display, validate
+from rulegen.build import OWNED, TARGETS, build, discover, display, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
     RulegenError,
@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="write nothing; exit 1 with a diff if DIR is stale"
     )
     b.add_argument("--no-validate", action="store_true", help="skip promtool check/test")
+    b.add_argument("--target", action="append", choices=TARGETS, default=None,
+                   help="rule target to write besides the plain rule files (repeatable): "
+                   "operator (kubernetes/), thanos (thanos/), mimir (mimir/)")  # fmt: skip
     b.add_argument("--templates", type=Path, action="append", default=None,
                    help="extra signal definitions folder (default: templates/)")  # fmt: skip
     v = sub.add_parser("validate", help="check specs only; write nothing")
@@ -96,7 +99,7 @@ def _build(args: argparse.Namespace) -> int:
     catalog = _catalog(args.templates)
     inputs = discover(args.paths or [Path("specs")])
     out: Path = args.out
-    result = build(inputs, catalog, root=out.resolve().parent)
+    result = build(inputs, catalog, root=out.resolve().parent, targets=args.target or ())
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {display(out)}: exists and is not a directory")
     if args.check:

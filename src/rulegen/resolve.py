@@ -23,6 +23,7 @@ from rulegen.model import Origin
 from rulegen.slo.model import ResolvedSLO
 from rulegen.slo.resolve import resolve_slos
 from rulegen.spec.loader import PathKey, Positions
+from rulegen.spec.models import TargetSettings
 from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
 
 # Limits that keep every alert testable: a generated promtool test evaluates the whole rule
@@ -78,6 +79,7 @@ class ResolvedSpec:
     host_label: str | None = None
     retention: Decimal | None = None
     max_group_rules: int | None = None
+    targets: TargetSettings = TargetSettings()
 
 
 def resolve_spec(
@@ -100,6 +102,7 @@ def resolve_spec(
         col.error(("runbook_url",), f"must be an http(s) URL (got {spec.runbook_url!r})")
     if not spec.alerts and not spec.slos and not spec.diagnoses:
         col.error((), "a spec needs at least one entry in alerts, slos or diagnoses")
+    _kubernetes_labels(col, spec.targets.operator.labels)
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
     alerts = _alerts(col, spec, spec_labels, intervals, selectors, catalog)
     slos: tuple[ResolvedSLO, ...] = ()
@@ -118,7 +121,7 @@ def resolve_spec(
         alerts = [replace(a, host=host) if a.name in explained else a for a in alerts]
     resolved = ResolvedSpec(
         spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
-        spec.host_label, retention, spec.max_group_rules,
+        spec.host_label, retention, spec.max_group_rules, spec.targets,
     )  # fmt: skip
     return resolved, []
 
@@ -154,6 +157,22 @@ def _alerts(
         if resolved is not None:
             alerts.append(resolved)
     return alerts
+
+
+_K8S_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_K8S_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_K8S_NAME}$")
+_K8S_VALUE = re.compile(rf"^({_K8S_NAME})?$")
+
+
+def _kubernetes_labels(col: Collector, labels: Mapping[str, str]) -> None:
+    """The PrometheusRule's labels must be Kubernetes labels (the API server rejects others)."""
+    for key, value in labels.items():
+        path: PathKey = ("targets", "operator", "labels", key)
+        if not _K8S_KEY.match(key):
+            col.error(path, "invalid Kubernetes label key (prefix/name, name at most 63 chars)")
+        elif not _K8S_VALUE.match(value):
+            col.error(path, f"invalid Kubernetes label value {value!r} (at most 63 chars of "
+                            "[A-Za-z0-9_.-], starting and ending alphanumeric)")  # fmt: skip
 
 
 @dataclass

@@ -130,6 +130,35 @@ class SLOSpec(SpecBase):
     tiers: Annotated[list[TierSpec], Field(min_length=1)] | None = None
 
 
+class OperatorTarget(SpecBase):
+    """Metadata of the service's ``PrometheusRule`` (``--target operator``)."""
+
+    namespace: str = Field(default="monitoring", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                           max_length=63)  # fmt: skip
+    labels: dict[str, str] = {}
+
+
+class ThanosTarget(SpecBase):
+    """Thanos Ruler settings (``--target thanos``)."""
+
+    partial_response_strategy: Literal["warn", "abort"] | None = None
+
+
+class MimirTarget(SpecBase):
+    """Mimir ruler settings (``--target mimir``): the namespace defaults to the service."""
+
+    namespace: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
+    grouping_label: str = Field(default="cluster", pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+class TargetSettings(SpecBase):
+    """Per-target settings; which targets are written is chosen with ``--target``."""
+
+    operator: OperatorTarget = OperatorTarget()
+    thanos: ThanosTarget = ThanosTarget()
+    mimir: MimirTarget = MimirTarget()
+
+
 class SpecModel(SpecBase):
     """Common top-level keys of a version-1 service spec."""
 
@@ -147,6 +176,7 @@ class SpecModel(SpecBase):
     retention: Duration = None
     # Split a family's rule group past this many rules (never a recording from its alerts).
     max_group_rules: int | None = Field(default=None, ge=2)
+    targets: TargetSettings = TargetSettings()
     diagnoses: Annotated[list[DiagnosisSpec], Field(min_length=1)] | None = None
 
 

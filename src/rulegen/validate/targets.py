@@ -1,0 +1,66 @@
+"""Validation of the other rule targets: PrometheusRule objects against the operator's CRD
+schema, Thanos and Mimir files with promtool once their extra keys are stripped.
+
+Why: each engine loads a different envelope around the same rules; a file one of them would
+reject must fail the build, like a rule promtool rejects.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rulegen.errors import ValidationFailed
+from rulegen.validate import promtool
+from rulegen.validate.crd import validate_prometheus_rule
+
+# Keys promtool does not know: Thanos' per-group strategy, Mimir's top-level namespace.
+_EXTRA_GROUP_KEYS = ("partial_response_strategy",)
+_EXTRA_FILE_KEYS = ("namespace",)
+
+
+def check_targets(files: Mapping[str, str]) -> list[str]:
+    """Summary lines; ``ValidationFailed`` naming the file and field on any rejection."""
+    summary: list[str] = []
+    kubernetes = sorted(n for n in files if n.startswith("kubernetes/"))
+    for name in kubernetes:
+        problems = validate_prometheus_rule(yaml.safe_load(files[name]))
+        if problems:
+            raise ValidationFailed(
+                [
+                    f"{name}: rejected by the PrometheusRule CRD schema:",
+                    *(f"  {p}" for p in problems),
+                ]
+            )
+    if kubernetes:
+        summary.append(f"PrometheusRule CRD schema: {len(kubernetes)} object(s) valid")
+    others = sorted(n for n in files if n.startswith(("thanos/", "mimir/")))
+    if others:
+        with tempfile.TemporaryDirectory(prefix="rulegen-targets-") as tmp:
+            for name in others:
+                path = Path(tmp) / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(yaml.safe_dump(_plain(yaml.safe_load(files[name]))), "utf-8")
+            checked = promtool.check_rules(others, Path(tmp))
+        if not checked.ok:
+            raise ValidationFailed(
+                [
+                    "promtool check rules failed on a target file:",
+                    *(f"  {m}" for m in checked.messages),
+                ]
+            )
+        summary.append(f"promtool check rules: {len(others)} thanos/mimir file(s) ok")
+    return summary
+
+
+def _plain(data: Any) -> Any:
+    """A Thanos or Mimir file as a plain Prometheus rule file."""
+    plain = {k: v for k, v in data.items() if k not in _EXTRA_FILE_KEYS}
+    plain["groups"] = [
+        {k: v for k, v in group.items() if k not in _EXTRA_GROUP_KEYS} for group in data["groups"]
+    ]
+    return plain
