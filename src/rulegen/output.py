@@ -17,7 +17,12 @@ from typing import Any
 import yaml
 
 
-class _BlockDumper(yaml.SafeDumper):
+# libyaml's emitter when PyYAML has it (about 10× faster; the same bytes for rulegen's data,
+# checked by the golden and drift tests), else the pure-Python one.
+_Emitter: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _BlockDumper(_Emitter):  # type: ignore[misc,valid-type]
     """Multi-line strings (PromQL) as literal blocks; everything else as PyYAML decides."""
 
 
