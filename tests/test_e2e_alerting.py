@@ -263,6 +263,35 @@ def wait_for(
                 f"{servers.report()}")  # fmt: skip
 
 
+def start_servers(servers: Servers, tmp: Path, am_port: int, prom_port: int) -> None:
+    """Alertmanager with the generated config and Prometheus with ``tmp/prometheus.yml``, both
+    on 127.0.0.1, ready before this returns (the caller's ``finally`` stops them)."""
+    servers.start(
+        "alertmanager",
+        [
+            str(ALERTMANAGER),
+            f"--config.file={tmp / 'rules' / 'alertmanager' / 'alertmanager.yml'}",
+            f"--storage.path={tmp / 'am'}",
+            f"--web.listen-address={HOST}:{am_port}",
+            "--cluster.listen-address=",
+        ],
+        tmp,
+    )
+    servers.start(
+        "prometheus",
+        [
+            str(PROMETHEUS),
+            f"--config.file={tmp / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp / 'data'}",
+            f"--web.listen-address={HOST}:{prom_port}",
+            "--rules.alert.resend-delay=1s",
+        ],
+        tmp,
+    )
+    wait_ready(f"http://{HOST}:{am_port}/-/ready", servers)
+    wait_ready(f"http://{HOST}:{prom_port}/-/ready", servers)
+
+
 def delivered(receiver: str, alertname: str, status: str) -> Callable[[list[Delivery]], bool]:
     def check(deliveries: list[Delivery]) -> bool:
         return any(
@@ -325,30 +354,7 @@ def test_alerts_reach_receivers_through_real_prometheus_and_alertmanager(
             yaml.safe_dump(prometheus_config(in_tmp, port, am_port)), "utf-8"
         )
         try:
-            servers.start(
-                "alertmanager",
-                [
-                    ALERTMANAGER,
-                    f"--config.file={rules / 'alertmanager' / 'alertmanager.yml'}",
-                    f"--storage.path={in_tmp / 'am'}",
-                    f"--web.listen-address={HOST}:{am_port}",
-                    "--cluster.listen-address=",
-                ],
-                in_tmp,
-            )
-            servers.start(
-                "prometheus",
-                [
-                    PROMETHEUS,
-                    f"--config.file={in_tmp / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={in_tmp / 'data'}",
-                    f"--web.listen-address={HOST}:{prom_port}",
-                    "--rules.alert.resend-delay=1s",
-                ],
-                in_tmp,
-            )
-            wait_ready(f"http://{HOST}:{am_port}/-/ready", servers)
-            wait_ready(f"http://{HOST}:{prom_port}/-/ready", servers)
+            start_servers(servers, in_tmp, am_port, prom_port)
 
             # 3. both fire: the critical pages oncall and reaches storage (continue: true)
             exporter.waiting, exporter.kv_usage = 20, 0.95
@@ -555,30 +561,7 @@ def test_disk_bound_ttft_incident_pages_once_with_the_cause(cli: Cli, in_tmp: Pa
             yaml.safe_dump(llm_prometheus_config(in_tmp, vllm_port, node_port, am_port)), "utf-8"
         )
         try:
-            servers.start(
-                "alertmanager",
-                [
-                    ALERTMANAGER,
-                    f"--config.file={in_tmp / 'rules' / 'alertmanager' / 'alertmanager.yml'}",
-                    f"--storage.path={in_tmp / 'am'}",
-                    f"--web.listen-address={HOST}:{am_port}",
-                    "--cluster.listen-address=",
-                ],
-                in_tmp,
-            )
-            servers.start(
-                "prometheus",
-                [
-                    PROMETHEUS,
-                    f"--config.file={in_tmp / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={in_tmp / 'data'}",
-                    f"--web.listen-address={HOST}:{prom_port}",
-                    "--rules.alert.resend-delay=1s",
-                ],
-                in_tmp,
-            )
-            wait_ready(f"http://{HOST}:{am_port}/-/ready", servers)
-            wait_ready(f"http://{HOST}:{prom_port}/-/ready", servers)
+            start_servers(servers, in_tmp, am_port, prom_port)
             time.sleep(3)  # a few scrapes of the healthy machine
 
             # 3. the incident: the disk saturates and TTFT goes above 500ms on the same host

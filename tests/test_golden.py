@@ -19,6 +19,20 @@ def _render() -> dict[str, str]:
     return build(discover([Path("specs")]), catalog).files
 
 
+def _golden(expected: Path, files: dict[str, str], update: bool) -> dict[str, str]:
+    """The golden files under ``expected`` (rewritten from ``files`` first when ``update``)."""
+    if update:
+        shutil.rmtree(expected, ignore_errors=True)
+        for name, text in files.items():
+            (expected / name).parent.mkdir(parents=True, exist_ok=True)
+            (expected / name).write_text(text, encoding="utf-8")
+    return {
+        p.relative_to(expected).as_posix(): p.read_text("utf-8")
+        for p in sorted(expected.rglob("*"))
+        if p.is_file()
+    }
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_rendered_output_matches_golden(
     case: str, update_golden: bool, monkeypatch: pytest.MonkeyPatch
@@ -26,17 +40,7 @@ def test_rendered_output_matches_golden(
     folder = GOLDEN / case
     monkeypatch.chdir(folder)
     files = _render()
-    expected = folder / "expected"
-    if update_golden:
-        shutil.rmtree(expected, ignore_errors=True)
-        for name, text in files.items():
-            (expected / name).parent.mkdir(parents=True, exist_ok=True)
-            (expected / name).write_text(text, encoding="utf-8")
-    on_disk = {
-        p.relative_to(expected).as_posix(): p.read_text("utf-8")
-        for p in sorted(expected.rglob("*"))
-        if p.is_file()
-    }
+    on_disk = _golden(folder / "expected", files, update_golden)
     assert sorted(on_disk) == sorted(files), "golden file set differs; run make update-golden"
     for name, text in files.items():
         assert text == on_disk[name], f"{case}/{name} differs; run make update-golden and review"
@@ -78,17 +82,7 @@ def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.M
         for name, text in result.files.items()
         if name.split("/")[0] in ("kubernetes", "thanos", "mimir")
     }
-    expected = GOLDEN / "example-targets" / "expected"
-    if update_golden:
-        shutil.rmtree(expected, ignore_errors=True)
-        for name, text in files.items():
-            (expected / name).parent.mkdir(parents=True, exist_ok=True)
-            (expected / name).write_text(text, encoding="utf-8")
-    on_disk = {
-        p.relative_to(expected).as_posix(): p.read_text("utf-8")
-        for p in sorted(expected.rglob("*"))
-        if p.is_file()
-    }
+    on_disk = _golden(GOLDEN / "example-targets" / "expected", files, update_golden)
     assert sorted(on_disk) == [
         "kubernetes/deepseek-v4.yaml",
         "mimir/inference.yaml",

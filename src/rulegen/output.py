@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 
-
 # libyaml's emitter when PyYAML has it (about 10× faster; the same bytes for rulegen's data,
 # checked by the golden and drift tests), else the pure-Python one.
 _Emitter: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

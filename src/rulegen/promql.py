@@ -238,6 +238,36 @@ def _type_of(node: Any) -> str:
 _SELECTOR = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
 
 
+def selectors(expr: str) -> list[tuple[str, str]]:
+    """``(metric name, selector text)`` of every vector selector an expression reads, in
+    order, without duplicates; the text keeps the matchers (``name{service="x"}``) but not
+    ranges, offsets or ``@``. Selectors without a metric name are left out."""
+    found: dict[tuple[str, str], None] = {}
+    stack: list[Any] = [promql_parser.parse(expr)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, promql_parser.VectorSelector):
+            if node.name:
+                text = re.sub(r"\s+offset\s+\S+$|\s+@\s+\S+$", "", str(node))
+                found[(node.name, text)] = None
+            continue
+        children: list[Any] = []
+        if isinstance(node, promql_parser.MatrixSelector):
+            children = [node.vector_selector]
+        elif isinstance(
+            node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
+        ):
+            children = [node.expr]
+        elif isinstance(node, promql_parser.AggregateExpr):
+            children = [node.expr, node.param]
+        elif isinstance(node, promql_parser.BinaryExpr):
+            children = [node.lhs, node.rhs]
+        elif isinstance(node, promql_parser.Call):
+            children = list(node.args)
+        stack.extend(reversed([c for c in children if c is not None]))
+    return list(found)
+
+
 def split_comparison(expr: str) -> tuple[str, str, Decimal] | None:
     """``X > 85`` → (``X``, ``>``, 85): the quantity and threshold of a top-level comparison
     with a number (no ``bool``), or ``None`` for any other expression."""

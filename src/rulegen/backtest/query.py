@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-import promql_parser
-
+from rulegen import promql
 from rulegen.backtest.replay import Labels
 from rulegen.errors import ToolNotFoundError, UsageError
 
@@ -48,36 +47,8 @@ def chunks(times: Sequence[int], max_points: int = MAX_POINTS) -> list[tuple[int
 
 
 def selectors(expr: str) -> list[tuple[str, str]]:
-    """``(metric name, selector text)`` of every vector selector an expression reads, in
-    order, without duplicates (the text keeps the matchers: ``name{service="x"}``)."""
-    found: dict[tuple[str, str], None] = {}
-    _walk(promql_parser.parse(expr), found)
-    return list(found)
-
-
-def _walk(node: Any, found: dict[tuple[str, str], None]) -> None:
-    if isinstance(node, promql_parser.VectorSelector):
-        if node.name:
-            text = str(node)
-            text = re.sub(r"\s+offset\s+\S+$|\s+@\s+\S+$", "", text)
-            found[(node.name, text)] = None
-        return
-    children: list[Any] = []
-    if isinstance(node, promql_parser.MatrixSelector):
-        children = [node.vector_selector]
-    elif isinstance(
-        node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
-    ):
-        children = [node.expr]
-    elif isinstance(node, promql_parser.AggregateExpr):
-        children = [node.expr, node.param]
-    elif isinstance(node, promql_parser.BinaryExpr):
-        children = [node.lhs, node.rhs]
-    elif isinstance(node, promql_parser.Call):
-        children = list(node.args)
-    for child in children:
-        if child is not None:
-            _walk(child, found)
+    """``(metric name, selector text)`` of every vector selector an expression reads."""
+    return promql.selectors(expr)
 
 
 def _seconds(ms: int) -> str:

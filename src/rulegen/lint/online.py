@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
-import promql_parser
 import requests
 
 from rulegen import promql, units
@@ -72,24 +71,8 @@ def lint_online(targets: Sequence[LintTarget], url: str) -> list[Finding]:
 
 def selectors_of(expr: str) -> Iterator[str]:
     """The raw series selectors an expression reads (``name{matchers}``)."""
-    stack: list[Any] = [promql_parser.parse(expr)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, promql_parser.VectorSelector):
-            yield str(node).split("[", 1)[0].split(" offset", 1)[0]
-            continue
-        if isinstance(node, promql_parser.MatrixSelector):
-            stack.append(node.vector_selector)
-        elif isinstance(
-            node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
-        ):
-            stack.append(node.expr)
-        elif isinstance(node, promql_parser.AggregateExpr):
-            stack.extend(c for c in (node.expr, node.param) if c is not None)
-        elif isinstance(node, promql_parser.BinaryExpr):
-            stack.extend((node.lhs, node.rhs))
-        elif isinstance(node, promql_parser.Call):
-            stack.extend(node.args)
+    for _, text in promql.selectors(expr):
+        yield text
 
 
 def _reads(target: LintTarget) -> Iterator[tuple[str, tuple[str | int, ...], str]]:

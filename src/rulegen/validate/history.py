@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import promql_parser
 import yaml
 
 from rulegen import promql
@@ -239,7 +238,7 @@ def recording_levels(rule_files: Iterable[Path]) -> list[list[dict[str, Any]]]:
         for group in (yaml.safe_load(path.read_text()) or {}).get("groups") or []:
             rules.extend(r for r in group.get("rules") or [] if "record" in r)
     names = {str(r["record"]) for r in rules}
-    reads = {id(r): _metric_names(promql_parser.parse(r["expr"])) & names for r in rules}
+    reads = {id(r): {name for name, _ in promql.selectors(r["expr"])} & names for r in rules}
     level: dict[str, int] = {}
     pending = list(rules)
     while pending:
@@ -254,25 +253,6 @@ def recording_levels(rule_files: Iterable[Path]) -> list[list[dict[str, Any]]]:
     for rule in rules:
         out[level[rule["record"]]].append(rule)
     return out
-
-
-def _metric_names(node: Any) -> set[str]:
-    if isinstance(node, promql_parser.VectorSelector):
-        return {node.name} if node.name else set()
-    children: list[Any] = []
-    if isinstance(node, promql_parser.MatrixSelector):
-        children = [node.vector_selector]
-    elif isinstance(
-        node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
-    ):
-        children = [node.expr]
-    elif isinstance(node, promql_parser.AggregateExpr):
-        children = [node.expr, node.param]
-    elif isinstance(node, promql_parser.BinaryExpr):
-        children = [node.lhs, node.rhs]
-    elif isinstance(node, promql_parser.Call):
-        children = list(node.args)
-    return set().union(*(_metric_names(c) for c in children if c is not None))
 
 
 def backfill_recordings(
