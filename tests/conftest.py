@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +99,33 @@ def promtool_test(test_file: Path, timeout: int = 300) -> subprocess.CompletedPr
         check=False,
         timeout=timeout,
     )
+
+
+SENTINEL = {
+    "rules/prometheus/x.rules.yml": "# sentinel: must survive a failed build\ngroups: []\n",
+    "rules/tests/x.test.yml": "# sentinel test file\nrule_files: []\ntests: []\n",
+}
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (``None``) under ``folder``, staging leftovers included."""
+    return {
+        p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def assert_rejected(
+    root: Path, cli: Callable[..., CliResult], spec: str, stderr: Sequence[str]
+) -> None:
+    """``specs/web.yaml`` = ``spec`` gives exactly ``stderr`` and exit 2: with no ``rules/``
+    none is created (render only), and an existing one is left byte for byte (full build)."""
+    write_tree(root, {"specs/web.yaml": spec})
+    fresh = cli("build", "--no-validate")
+    assert (fresh.code, fresh.err.splitlines(), fresh.out) == (2, list(stderr), "")
+    assert not (root / "rules").exists()
+    write_tree(root, SENTINEL)
+    before = snapshot(root / "rules")
+    again = cli("build")
+    assert (again.code, again.err.splitlines(), again.out) == (2, list(stderr), "")
+    assert snapshot(root / "rules") == before

@@ -26,14 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, run_rulegen, spec_errors, write_tree
+from conftest import (
+    SENTINEL,
+    CliResult,
+    assert_rejected,
+    run_rulegen,
+    snapshot,
+    spec_errors,
+    write_tree,
+)
 
 Cli = Callable[..., CliResult]
 
-SENTINEL = {
-    "rules/prometheus/x.rules.yml": "# sentinel: must survive a failed build\ngroups: []\n",
-    "rules/tests/x.test.yml": "# sentinel test file\nrule_files: []\ntests: []\n",
-}
 KINDS = "'ttft_disk_bound', 'throughput_network_bound', 'gpu_kernel_contention'"
 NOT_A_HOST = (
     "cannot be the host label: rulegen sets it or it differs between the series of one host"
@@ -1056,14 +1060,6 @@ CASES: list[Case] = [
 ]
 
 
-def snapshot(folder: Path) -> dict[str, bytes | None]:
-    """Every file (its bytes) and folder (``None``) under ``folder``, staging leftovers included."""
-    return {
-        p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None)
-        for p in sorted(folder.rglob("*"))
-    }
-
-
 def _param(case: Case) -> object:
     marks = [pytest.mark.xfail(strict=True, reason=case.defect)] if case.defect else []
     return pytest.param(case, id=case.behaviour, marks=marks)
@@ -1073,19 +1069,7 @@ def _param(case: Case) -> object:
 def test_broken_diagnosis_is_reported_exactly_and_writes_nothing(
     case: Case, in_tmp: Path, cli: Cli
 ) -> None:
-    write_tree(in_tmp, {"specs/web.yaml": case.spec})
-
-    fresh = cli("build", "--no-validate")
-
-    assert (fresh.code, fresh.err.splitlines(), fresh.out) == (2, list(case.stderr), "")
-    assert not (in_tmp / "rules").exists()
-
-    write_tree(in_tmp, SENTINEL)
-    before = snapshot(in_tmp / "rules")
-    again = cli("build")
-
-    assert (again.code, again.err.splitlines(), again.out) == (2, list(case.stderr), "")
-    assert snapshot(in_tmp / "rules") == before
+    assert_rejected(in_tmp, cli, case.spec, case.stderr)
 
 
 def test_table_is_large_and_ids_are_unique() -> None:

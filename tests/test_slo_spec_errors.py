@@ -22,14 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, run_rulegen, spec_errors, write_tree
+from conftest import (
+    SENTINEL,
+    CliResult,
+    assert_rejected,
+    run_rulegen,
+    snapshot,
+    spec_errors,
+    write_tree,
+)
 
 Cli = Callable[..., CliResult]
-
-SENTINEL = {
-    "rules/prometheus/x.rules.yml": "# sentinel: must survive a failed build\ngroups: []\n",
-    "rules/tests/x.test.yml": "# sentinel test file\nrule_files: []\ntests: []\n",
-}
 
 
 @dataclass(frozen=True)
@@ -970,31 +973,11 @@ CASES: list[Case] = [
 ]
 
 
-def snapshot(folder: Path) -> dict[str, bytes | None]:
-    """Every file (its bytes) and folder (``None``) under ``folder``, staging leftovers included."""
-    return {
-        p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None)
-        for p in sorted(folder.rglob("*"))
-    }
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case.behaviour for case in CASES])
 def test_broken_slo_is_reported_exactly_and_writes_nothing(
     case: Case, in_tmp: Path, cli: Cli
 ) -> None:
-    write_tree(in_tmp, {"specs/web.yaml": case.spec})
-
-    fresh = cli("build", "--no-validate")
-
-    assert (fresh.code, fresh.err.splitlines(), fresh.out) == (2, list(case.stderr), "")
-    assert not (in_tmp / "rules").exists()
-
-    write_tree(in_tmp, SENTINEL)
-    before = snapshot(in_tmp / "rules")
-    again = cli("build")
-
-    assert (again.code, again.err.splitlines(), again.out) == (2, list(case.stderr), "")
-    assert snapshot(in_tmp / "rules") == before
+    assert_rejected(in_tmp, cli, case.spec, case.stderr)
 
 
 def test_table_is_large_and_ids_are_unique() -> None:
