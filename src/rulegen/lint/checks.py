@@ -42,7 +42,9 @@ def _fmt(seconds: Decimal) -> str:
     return units.format_duration(seconds)
 
 
-class _Reporter:
+class Reporter:
+    """Collects one spec's findings, each at the position of the value it is about."""
+
     def __init__(self, target: LintTarget) -> None:
         self.positions = target.positions
         self.findings: list[Finding] = []
@@ -60,7 +62,7 @@ def lint_offline(targets: Sequence[LintTarget]) -> list[Finding]:
     """Every offline check on every spec."""
     out: list[Finding] = []
     for target in targets:
-        report = _Reporter(target)
+        report = Reporter(target)
         spec = target.spec
         for alert in spec.alerts:
             _alert_checks(report, spec, alert)
@@ -75,7 +77,7 @@ def lint_offline(targets: Sequence[LintTarget]) -> list[Finding]:
 
 
 def _window_check(
-    report: _Reporter, spec: ResolvedSpec, path: PathKey, name: str, window: Decimal
+    report: Reporter, spec: ResolvedSpec, path: PathKey, name: str, window: Decimal
 ) -> None:
     if window and window < MIN_SCRAPES_PER_WINDOW * spec.scrape_interval:
         least = _fmt(MIN_SCRAPES_PER_WINDOW * spec.scrape_interval)
@@ -90,7 +92,7 @@ def _window_check(
 
 
 def _for_check(
-    report: _Reporter, spec: ResolvedSpec, path: PathKey, name: str, for_seconds: Decimal
+    report: Reporter, spec: ResolvedSpec, path: PathKey, name: str, for_seconds: Decimal
 ) -> None:
     interval = spec.evaluation_interval
     if 0 < for_seconds < 2 * interval:
@@ -104,7 +106,7 @@ def _for_check(
         )
 
 
-def _alert_checks(report: _Reporter, spec: ResolvedSpec, alert: ResolvedAlert) -> None:
+def _alert_checks(report: Reporter, spec: ResolvedSpec, alert: ResolvedAlert) -> None:
     path = path_key(alert.origin.path)
     _window_check(report, spec, path, alert.name, alert.window_seconds)
     _for_check(report, spec, path, alert.name, alert.for_seconds)
@@ -131,7 +133,7 @@ def _alert_checks(report: _Reporter, spec: ResolvedSpec, alert: ResolvedAlert) -
         )
 
 
-def _diagnosis_checks(report: _Reporter, spec: ResolvedSpec, diagnosis: ResolvedDiagnosis) -> None:
+def _diagnosis_checks(report: Reporter, spec: ResolvedSpec, diagnosis: ResolvedDiagnosis) -> None:
     path = path_key(diagnosis.origin.path)
     _window_check(report, spec, path, diagnosis.name, diagnosis.window_seconds)
     _for_check(report, spec, path, diagnosis.name, diagnosis.for_seconds)
@@ -148,7 +150,7 @@ def _diagnosis_checks(report: _Reporter, spec: ResolvedSpec, diagnosis: Resolved
             )
 
 
-def _slo_checks(report: _Reporter, spec: ResolvedSpec, slo: ResolvedSLO) -> None:
+def _slo_checks(report: Reporter, spec: ResolvedSpec, slo: ResolvedSLO) -> None:
     path = path_key(slo.origin.path)
     severities = {a.key: a.severity for a in slo.alerts}
     page, ticket = severities.get("page"), severities.get("ticket")
@@ -187,7 +189,7 @@ def _slo_checks(report: _Reporter, spec: ResolvedSpec, slo: ResolvedSLO) -> None
         )
 
 
-def _runbook_check(report: _Reporter, spec: ResolvedSpec) -> None:
+def _runbook_check(report: Reporter, spec: ResolvedSpec) -> None:
     if any(slo.runbook_url for slo in spec.slos) or any(
         "runbook_url" in dict(a.annotations) for a in spec.alerts
     ):
@@ -209,7 +211,7 @@ def _runbook_check(report: _Reporter, spec: ResolvedSpec) -> None:
     )
 
 
-def _label_conflicts(report: _Reporter, spec: ResolvedSpec) -> None:
+def _label_conflicts(report: Reporter, spec: ResolvedSpec) -> None:
     """A spec label named like a label of the alert's series overwrites it: every series'
     alert then has the same identity, and Alertmanager merges them into one."""
     for alert in spec.alerts:

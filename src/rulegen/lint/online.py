@@ -16,7 +16,7 @@ import requests
 
 from rulegen import promql, units
 from rulegen.errors import UsageError
-from rulegen.lint.checks import MIN_SCRAPES_PER_WINDOW, LintTarget, _Reporter, path_key
+from rulegen.lint.checks import MIN_SCRAPES_PER_WINDOW, LintTarget, Reporter, path_key
 from rulegen.lint.findings import Finding
 from rulegen.slo.model import LatencySLI
 
@@ -61,7 +61,7 @@ def lint_online(targets: Sequence[LintTarget], url: str) -> list[Finding]:
     intervals = _scrape_intervals(api)
     out: list[Finding] = []
     for target in targets:
-        report = _Reporter(target)
+        report = Reporter(target)
         _missing_series(report, target, api, now)
         _speed_missing(report, target, api, now)
         _scrape_interval(report, target, intervals)
@@ -96,7 +96,7 @@ def _reads(target: LintTarget) -> Iterator[tuple[str, tuple[str | int, ...], str
                 yield slo.alert_name, path, counter.render()
 
 
-def _missing_series(report: _Reporter, target: LintTarget, api: PrometheusAPI, now: float) -> None:
+def _missing_series(report: Reporter, target: LintTarget, api: PrometheusAPI, now: float) -> None:
     seen: dict[str, bool] = {}
     for name, path, selector in _reads(target):
         if selector not in seen:
@@ -111,7 +111,7 @@ def _missing_series(report: _Reporter, target: LintTarget, api: PrometheusAPI, n
             )
 
 
-def _speed_missing(report: _Reporter, target: LintTarget, api: PrometheusAPI, now: float) -> None:
+def _speed_missing(report: Reporter, target: LintTarget, api: PrometheusAPI, now: float) -> None:
     for alert in target.spec.alerts:
         signal = alert.signal
         if signal is None or signal.signal != "network_saturation":
@@ -153,7 +153,7 @@ def _scrape_intervals(api: PrometheusAPI) -> dict[str, Decimal]:
     return out
 
 
-def _scrape_interval(report: _Reporter, target: LintTarget, intervals: dict[str, Decimal]) -> None:
+def _scrape_interval(report: Reporter, target: LintTarget, intervals: dict[str, Decimal]) -> None:
     spec = target.spec
     for alert in spec.alerts:
         if not alert.window_seconds:
