@@ -129,3 +129,14 @@ def assert_rejected(
     again = cli("build")
     assert (again.code, again.err.splitlines(), again.out) == (2, list(stderr), "")
     assert snapshot(root / "rules") == before
+
+
+def assert_rejected_by_process(root: Path, spec: str, stderr: Sequence[str]) -> None:
+    """The real ``rulegen build`` process: exit 2, exactly ``stderr``, no traceback, and the
+    existing ``rules/`` untouched."""
+    write_tree(root, {"specs/web.yaml": spec, **SENTINEL})
+    before = snapshot(root / "rules")
+    result = run_rulegen("build", cwd=root)
+    assert (result.code, result.err.splitlines(), result.out) == (2, list(stderr), "")
+    assert "Traceback" not in result.err
+    assert snapshot(root / "rules") == before

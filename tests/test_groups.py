@@ -36,58 +36,39 @@ def _layout(folder: Path) -> dict[str, list[str]]:
     }
 
 
+# Cap 3: the shared %util recording keeps both of its alerts (3 rules). Cap 2: that unit is
+# larger than the cap and stays whole. Either way the other recordings go with their alerts.
+SPLIT = {
+    "web-node": [
+        "instance_device:node_disk_io_time_seconds:rate1m",
+        "ALERT DiskUtilizationHigh",
+        "ALERT DiskUtilizationCritical",
+    ],
+    "web-node-2": ["instance_device:node_disk_await_seconds:rate1m", "ALERT DiskAwaitHigh"],
+    "web-node-3": ["instance:node_cpu_iowait:ratio_rate5m", "ALERT CpuIowaitHigh"],
+    "web-vllm": ["ALERT RequestQueueBacklog"],
+}
+WHOLE = {
+    "web-node": [
+        "instance_device:node_disk_io_time_seconds:rate1m",
+        "instance_device:node_disk_await_seconds:rate1m",
+        "instance:node_cpu_iowait:ratio_rate5m",
+        "ALERT DiskUtilizationHigh",
+        "ALERT DiskUtilizationCritical",
+        "ALERT DiskAwaitHigh",
+        "ALERT CpuIowaitHigh",
+    ],
+    "web-vllm": ["ALERT RequestQueueBacklog"],
+}
+
+
 @pytest.mark.parametrize(
     ("cap", "expected"),
     [
+        pytest.param(3, SPLIT, id="cap 3: the shared %util recording keeps both of its alerts"),
+        pytest.param(2, SPLIT, id="cap 2: a unit larger than the cap stays whole"),
         pytest.param(
-            3,
-            {
-                "web-node": [
-                    "instance_device:node_disk_io_time_seconds:rate1m",
-                    "ALERT DiskUtilizationHigh",
-                    "ALERT DiskUtilizationCritical",
-                ],
-                "web-node-2": [
-                    "instance_device:node_disk_await_seconds:rate1m",
-                    "ALERT DiskAwaitHigh",
-                ],
-                "web-node-3": ["instance:node_cpu_iowait:ratio_rate5m", "ALERT CpuIowaitHigh"],
-                "web-vllm": ["ALERT RequestQueueBacklog"],
-            },
-            id="cap 3: the shared %util recording keeps both of its alerts",
-        ),
-        pytest.param(
-            2,
-            {
-                "web-node": [
-                    "instance_device:node_disk_io_time_seconds:rate1m",
-                    "ALERT DiskUtilizationHigh",
-                    "ALERT DiskUtilizationCritical",
-                ],
-                "web-node-2": [
-                    "instance_device:node_disk_await_seconds:rate1m",
-                    "ALERT DiskAwaitHigh",
-                ],
-                "web-node-3": ["instance:node_cpu_iowait:ratio_rate5m", "ALERT CpuIowaitHigh"],
-                "web-vllm": ["ALERT RequestQueueBacklog"],
-            },
-            id="cap 2: a unit larger than the cap stays whole",
-        ),
-        pytest.param(
-            100,
-            {
-                "web-node": [
-                    "instance_device:node_disk_io_time_seconds:rate1m",
-                    "instance_device:node_disk_await_seconds:rate1m",
-                    "instance:node_cpu_iowait:ratio_rate5m",
-                    "ALERT DiskUtilizationHigh",
-                    "ALERT DiskUtilizationCritical",
-                    "ALERT DiskAwaitHigh",
-                    "ALERT CpuIowaitHigh",
-                ],
-                "web-vllm": ["ALERT RequestQueueBacklog"],
-            },
-            id="a large cap: one group per family, every recording before the alerts",
+            100, WHOLE, id="a large cap: one group per family, every recording before the alerts"
         ),
     ],
 )
