@@ -1,7 +1,7 @@
 """The command line: the only place that prints or exits.
 
-Exit codes: 0 ok; 1 promtool failure or stale output; 2 invalid spec or usage;
-3 a required tool (promtool, amtool) is missing.
+
+
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from rulegen.spec.models import spec_model
 
 EPILOG = """exit codes:
   0  success
-  1  promtool rejected the rules or a unit test failed; or --check found stale output
+  1  promtool rejected the rules or a unit test failed; --check found stale output;
+     lint found an error
   2  invalid spec or usage
-  3  a required tool (promtool, amtool) is missing
+  3  a required tool (promtool, amtool; matplotlib for backtest --plot) is missing
 """
 
 
