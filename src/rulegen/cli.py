@@ -1,7 +1,7 @@
 """The command line: the only place that prints or exits.
 
-
-
+Exit codes: 0 ok; 1 promtool failure, stale output or a lint error; 2 invalid spec or usage;
+3 a required tool (promtool, amtool, matplotlib for plots) is missing.
 """
 
 from __future__ import annotations
