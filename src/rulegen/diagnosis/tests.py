@@ -131,6 +131,11 @@ class _Retry(Exception):
     """These test values cannot give an exact expectation; try the next factor."""
 
 
+# Simulated timelines by ``_Model.timing_key``: (fires at, pending since, hosts pending then),
+# or why these values cannot be used.
+_TIMELINES: dict[tuple[object, ...], tuple[Fraction, Fraction, list[int]] | _Retry] = {}
+
+
 class _Model:
     """Series and an exact model of the diagnosis over time for one choice of test values."""
 
@@ -267,8 +272,27 @@ class _Model:
                 return False
         return True
 
+    def timing_key(self) -> tuple[object, ...]:
+        """Everything the simulated timeline depends on (not the service, labels or names):
+        services of a fleet that share their numbers share one simulation."""
+        d = self.d
+        evidence = tuple((e.quantity, e.op, e.threshold) for e in d.evidence)
+        return (
+            d.kind, evidence, d.window_seconds, d.baseline_seconds, d.for_seconds,
+            self.eval, self.scrape, self.factor, d.ttft_buckets, d.quantile,
+        )  # fmt: skip
+
     def test_case(self) -> TestCase:
-        fire_at, active_at, pending = self._run()
+        key = self.timing_key()
+        if key not in _TIMELINES:
+            try:
+                _TIMELINES[key] = self._run()
+            except _Retry as exc:
+                _TIMELINES[key] = exc
+        timeline = _TIMELINES[key]
+        if isinstance(timeline, _Retry):
+            raise timeline
+        fire_at, active_at, pending = timeline
         steps = int(fire_at / self.scrape) + 2
         series = tuple(
             s for n, host in enumerate(self.hosts, 1) for s in self._series(n, host, steps)
