@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from rulegen import promql, units
-from rulegen.diagnosis.resolve import with_host
+from rulegen.diagnosis.evidence import with_host
 from rulegen.model import AlertRule, RecordingRule, RuleGroup
 from rulegen.resolve import ResolvedAlert, ResolvedSpec
 

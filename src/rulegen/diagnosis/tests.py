@@ -17,8 +17,9 @@ from decimal import Decimal
 from fractions import Fraction
 
 from rulegen import gotemplate, promql, units
+from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
-from rulegen.diagnosis.resolve import GENERATION_TOKENS, REQUESTS_WAITING, TTFT_METRIC
+from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.rules import predict_description, summary
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.model import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
