@@ -36,8 +36,9 @@ from rulegen.backtest import command, report
 from rulegen.backtest import targets as replayed
 from rulegen.backtest.query import Client, grid
 from rulegen.backtest.targets import Target
-from rulegen.build import BuildResult, build, discover
+from rulegen.build import BuildResult, build
 from rulegen.catalog import Catalog, load_catalog
+from rulegen.load import discover
 from rulegen.model import AlertRule
 from rulegen.validate.history import (
     backfill_recordings,

@@ -16,8 +16,9 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rulegen.build import SpecInputs, build
+from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.load import SpecInputs
 from rulegen.units import format_duration, literal, parse_duration
 
 EXAMPLE = yaml.safe_load((REPO / "specs" / "llm-serving.yaml").read_text())

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rulegen.build import build, discover
+from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.load import discover
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "specs").is_dir())
@@ -16,7 +17,7 @@ CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "specs").is_dir())
 
 def _render() -> dict[str, str]:
     catalog = load_catalog()
-    return build(discover([Path("specs")]), catalog).files
+    return dict(build(discover([Path("specs")]), catalog).files)
 
 
 def _golden(expected: Path, files: dict[str, str], update: bool) -> dict[str, str]:

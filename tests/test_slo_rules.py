@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from rulegen import promql
-from rulegen.build import build, discover
+from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.load import discover
 from rulegen.slo.resolve import base_window, format_fraction
 from rulegen.slo.windows import MAX_TERMS, plan_windows
 

@@ -12,8 +12,9 @@ import promql_parser
 import pytest
 import yaml
 
-from rulegen.build import build, discover
+from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.load import discover
 from rulegen.model import AlertRule, Origin, RecordingRule, RuleGroup, ServiceOutput
 from rulegen.output import dump_yaml
 from rulegen.render.mimir import add_grouping_label, mimir_namespace_file, shape

@@ -5,7 +5,7 @@ resolved alerts), ``build`` (→ files in memory), ``validate`` (promtool on a w
 ``write_tree`` (atomic write). Everything else is internal.
 """
 
-from rulegen.build import BuildResult, SpecInputs, build, discover, load_specs, validate
+from rulegen.build import BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
     Diagnostic,
@@ -16,6 +16,7 @@ from rulegen.errors import (
     UsageError,
     ValidationFailed,
 )
+from rulegen.load import SpecInputs, discover, load_specs
 from rulegen.output import write_tree
 
 __version__ = "0.1.0"

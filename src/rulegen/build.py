@@ -1,7 +1,9 @@
 """The pipeline, top to bottom: find specs → load → resolve → model → render → validate → write.
 
 Why: one readable function per stage, so the CLI stays a thin shell and the library API
-(``load_specs``, ``build``, ``validate``) is usable on its own.
+(``load_specs`` in ``rulegen.load``, ``build``, ``validate``) is usable on its own. Each spec
+file goes through load, resolve, model and render on its own (in a worker process for a
+fleet); what spans files (duplicate services, routing, Mimir namespaces) follows in order.
 """
 
 from __future__ import annotations
@@ -10,10 +12,8 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-from pydantic import ValidationError
 
 from rulegen import units
 from rulegen.catalog import Catalog
@@ -21,25 +21,25 @@ from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
 from rulegen.diagnosis.tests import diagnosis_tests
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
+from rulegen.fanout import fan_out
 from rulegen.groups import build_groups
+from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one
 from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
-from rulegen.output import dump_json, dump_yaml
+from rulegen.output import FileSet, dump_json, dump_yaml
 from rulegen.render.grafana import dashboard_json, provisioning
 from rulegen.render.mimir import mimir_namespace_file
 from rulegen.render.operator import prometheus_rule, service_groups
 from rulegen.render.prometheus import rule_file
 from rulegen.render.tests import tests_file
 from rulegen.render.thanos import thanos_rule_file
-from rulegen.resolve import ResolvedSpec, resolve_spec
+from rulegen.resolve import ResolvedSpec
 from rulegen.routing import output as routing_files
-from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
+from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
 from rulegen.slo.rules import slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.tests import history_step, slo_tests
-from rulegen.spec.loader import LoadError, load_file
-from rulegen.spec.locate import pydantic_diagnostics
-from rulegen.spec.models import spec_model
+from rulegen.spec.models import TargetSettings
 from rulegen.synth import build_tests
 from rulegen.validate import promtool
 from rulegen.validate.targets import check_targets
@@ -52,20 +52,17 @@ TARGETS = ("prometheus", "operator", "thanos", "mimir")
 MAX_TEST_COST = 5_000_000
 
 
-@dataclass(frozen=True)
-class SpecInputs:
-    """The spec files of a build and the user test files found next to them."""
-
-    specs: tuple[Path, ...]
-    user_tests: tuple[Path, ...]
-
-
 @dataclass
 class BuildResult:
-    """Everything a build would write, by path relative to the output folder."""
+    """Everything a build would write, by path relative to the output folder.
+
+    ``services`` holds each service's rule groups (what validation messages, routing and the
+    other rule targets read); its generated tests are in ``files``, their cost in ``costs``.
+    """
 
     services: list[ServiceOutput]
-    files: dict[str, str] = field(default_factory=dict)
+    files: FileSet = field(default_factory=FileSet)
+    costs: dict[str, int] = field(default_factory=dict)
     routing_cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = field(
         default_factory=list
     )
@@ -74,110 +71,7 @@ class BuildResult:
 
     def test_cost(self, name: str) -> int:
         """Rule evaluations promtool will do for a test file (0 for a user's own tests)."""
-        for service in self.services:
-            if name == f"tests/{service.service}.test.yml":
-                rules = sum(len(g.rules) for g in service.groups)
-                return rules * sum(t.evaluations for t in service.tests)
-            for slo in service.slos:
-                stem = f"tests/{service.service}.slo.{slo.name}"
-                cases = {
-                    f"{stem}.test.yml": slo.tests,
-                    f"{stem}.history.test.yml": slo.history_tests,
-                }
-                if name in cases:
-                    return len(slo.group.rules) * sum(t.evaluations for t in cases[name])
-        return 0
-
-
-def display(path: Path) -> str:
-    """A stable, relative name for a path (the header and diagnostics use it)."""
-    relative = os.path.relpath(path.resolve(), Path.cwd().resolve())
-    return Path(relative).as_posix() if not relative.startswith("..") else path.as_posix()
-
-
-def discover(paths: Sequence[Path]) -> SpecInputs:
-    """Spec files named directly, or every ``*.yaml``/``*.yml`` directly inside a folder."""
-    specs: list[Path] = []
-    user_tests: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(
-                p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml")
-            )
-            if not found:
-                raise UsageError(
-                    f"{display(path)}: no spec files (*.yaml, *.yml) in this directory"
-                )
-            specs.extend(found)
-            tests = path / "tests"
-            if tests.is_dir():
-                user_tests.extend(
-                    sorted(p for p in tests.iterdir() if p.suffix in (".yaml", ".yml"))
-                )
-        elif path.is_file():
-            specs.append(path)
-        else:
-            raise UsageError(f"{display(path)}: no such file or directory")
-    return SpecInputs(tuple(dict.fromkeys(specs)), tuple(user_tests))
-
-
-@dataclass
-class Loaded:
-    """Every input file, resolved: the service specs and the one routing section."""
-
-    specs: list[ResolvedSpec]
-    routing: LoadedRouting | None = None
-
-
-def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
-    """Load, check and resolve every service spec (a routing file is checked, then skipped)."""
-    return load_inputs(files, catalog).specs
-
-
-def load_inputs(files: Sequence[Path], catalog: Catalog) -> Loaded:
-    """Load, check and resolve every input file; all errors of all files are raised together."""
-    model = spec_model(catalog)
-    diagnostics: list[Diagnostic] = []
-    resolved: list[ResolvedSpec] = []
-    routing: LoadedRouting | None = None
-    services: dict[str, str] = {}
-    for path in files:
-        name = display(path)
-        try:
-            doc = load_file(path, name)
-        except LoadError as exc:
-            diagnostics.append(exc.diagnostic)
-            continue
-        if not isinstance(doc.data, dict):
-            diagnostics.append(doc.positions.diag((), "a spec must be a YAML mapping"))
-            continue
-        if is_routing_file(doc.data):
-            found, problems = load_routing(path, doc, routing)
-            diagnostics.extend(problems)
-            routing = routing or found
-            continue
-        try:
-            spec = model.model_validate(doc.data)
-        except ValidationError as exc:
-            diagnostics.extend(pydantic_diagnostics(exc, doc.positions, doc.data))
-            continue
-        if spec.service in services:
-            diagnostics.append(
-                doc.positions.diag(
-                    ("service",),
-                    f"service {spec.service!r} is already defined at {services[spec.service]}",
-                )
-            )
-            continue
-        line, col = doc.positions.at(("service",))
-        services[spec.service] = f"{name}:{line}:{col}"
-        result, problems = resolve_spec(spec, doc.positions, catalog)
-        diagnostics.extend(problems)
-        if result is not None:
-            resolved.append(result)
-    if diagnostics:
-        raise SpecError(diagnostics)
-    return Loaded(resolved, routing)
+        return self.costs.get(name, 0)
 
 
 def build(
@@ -190,31 +84,32 @@ def build(
 
     ``root`` is the folder the headers' spec paths are relative to (the output folder's
     parent, normally the repo root), so the output does not depend on the working directory.
+    Each spec file is loaded and rendered in one go, by a worker process for a fleet; only
+    its files and rule groups come back.
     """
-    loaded = load_inputs(inputs.specs, catalog)
-    specs = loaded.specs
-    result = BuildResult([], targets=tuple(t for t in TARGETS if t in targets))
-    diagnostics: list[Diagnostic] = []
-    for spec in specs:
-        try:
-            service = _service_output(spec, catalog)
-        except SpecError as exc:
-            diagnostics.extend(exc.diagnostics)
-            continue
-        result.services.append(service)
-        source = _header_source(spec.source, root)
-        result.files.update(_service_files(service, spec, source))
-        result.files[f"grafana/{spec.service}.json"] = dump_json(
-            dashboard_json(service_dashboard(spec, source))
-        )
-    if diagnostics:
-        raise SpecError(diagnostics)
-    if specs:
-        sources = ", ".join(sorted(_header_source(s.source, root) for s in specs))
+    chosen = tuple(t for t in TARGETS if t in targets)
+    found = fan_out(_load_and_render, (catalog, root, chosen), inputs.specs)
+    combined = combine(inputs.specs, [f.loaded for f in found])
+    if combined.diagnostics:
+        raise SpecError(combined.diagnostics)
+    rendered = [found[i].rendered for i in combined.accepted]
+    problems = [d for r in rendered if isinstance(r, list) for d in r]
+    if problems:
+        raise SpecError(problems)
+    services = [r for r in rendered if isinstance(r, RenderedService)]
+    result = BuildResult([], targets=chosen)
+    for service in services:
+        result.services.append(service.output)
+        result.files.merge(service.files)
+        result.costs.update(service.costs)
+        result.reports.extend(service.reports)
+    if services:
+        sources = ", ".join(sorted(s.source for s in services))
         result.files["grafana/provisioning.yaml"] = dump_yaml(provisioning(), sources)
-        _add_targets(result, specs, root)
-    if loaded.routing is not None:
-        _add_routing(result, loaded.routing, root)
+        if "mimir" in chosen:
+            _add_mimir(result, services)
+    if combined.routing is not None:
+        _add_routing(result, combined.routing, root)
     for path in inputs.user_tests:
         target = f"tests/{path.name}"
         if target in result.files:
@@ -223,19 +118,99 @@ def build(
     return result
 
 
-def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
-    """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
+@dataclass
+class RenderedService:
+    """What the rest of a build needs of one rendered spec (it crosses process borders, so
+    the resolved spec and the generated test cases stay behind: their files carry them)."""
+
+    output: ServiceOutput
+    files: FileSet
+    costs: dict[str, int]
+    source: str
+    targets: TargetSettings
+    reports: list[str]
+
+
+@dataclass
+class _Built:
+    loaded: LoadedFile
+    rendered: RenderedService | list[Diagnostic] | None = None
+
+
+def _load_and_render(context: tuple[Catalog, Path | None, tuple[str, ...]], path: Path) -> _Built:
+    catalog, root, targets = context
+    loaded = load_one(catalog, path)
+    spec, loaded.resolved = loaded.resolved, None
+    if spec is None:
+        return _Built(loaded)
+    return _Built(loaded, render_service(spec, catalog, root, targets))
+
+
+def render_service(
+    spec: ResolvedSpec, catalog: Catalog, root: Path | None, targets: Sequence[str] = ()
+) -> RenderedService | list[Diagnostic]:
+    """One service's files (rules, tests, dashboard, the rule targets asked for) and rule
+    groups, or its spec errors."""
+    try:
+        service = _service_output(spec, catalog)
+    except SpecError as exc:
+        return list(exc.diagnostics)
+    source = _header_source(spec.source, root)
+    files = FileSet(_service_files(service, spec, source))
+    dashboard = dashboard_json(service_dashboard(spec, source))
+    files[f"grafana/{spec.service}.json"] = dump_json(dashboard)
+    extra, reports = _target_files(service, spec.targets, source, targets)
+    files.update(extra)
+    return RenderedService(
+        _rules_only(service), files, _test_costs(service), source, spec.targets, reports
+    )
+
+
+def _rules_only(service: ServiceOutput) -> ServiceOutput:
+    slos = tuple(replace(slo, tests=(), history_tests=()) for slo in service.slos)
+    return replace(service, tests=(), slos=slos)
+
+
+def _test_costs(service: ServiceOutput) -> dict[str, int]:
+    """Rule evaluations promtool will do for each generated test file (longest run first)."""
+    costs = {}
+    if service.tests:
+        rules = sum(len(g.rules) for g in service.groups)
+        evaluations = sum(t.evaluations for t in service.tests)
+        costs[f"tests/{service.service}.test.yml"] = rules * evaluations
+    for slo in service.slos:
+        stem = f"tests/{service.service}.slo.{slo.name}"
+        for name, cases in (
+            (f"{stem}.test.yml", slo.tests),
+            (f"{stem}.history.test.yml", slo.history_tests),
+        ):
+            if cases:
+                costs[name] = len(slo.group.rules) * sum(t.evaluations for t in cases)
+    return costs
+
+
+def rule_groups(
+    spec: ResolvedSpec, catalog: Catalog
+) -> tuple[tuple[RuleGroup, ...], tuple[RuleGroup, ...]]:
+    """The rule groups of one spec without its tests: the service's own (signal families,
+    then diagnoses) and one per SLO, in spec order."""
     groups = build_groups(spec, catalog.families)
-    tests = build_tests(spec)
     if spec.diagnoses:
         groups += (diagnosis_group(spec.service, _interval(spec), spec.diagnoses),)
+    return groups, tuple(slo_group(slo) for slo in spec.slos)
+
+
+def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
+    """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
+    groups, slo_groups = rule_groups(spec, catalog)
+    tests = build_tests(spec)
+    if spec.diagnoses:
         tests += diagnosis_tests(spec.diagnoses, spec.evaluation_interval, spec.scrape_interval)
     if spec.alerts or spec.diagnoses:
         first = (spec.alerts or spec.diagnoses)[0].origin
         _check_cost(groups, tests, Origin(first.file, first.line, first.col, "alerts"))
     slos = []
-    for slo in spec.slos:
-        group = slo_group(slo)
+    for slo, group in zip(spec.slos, slo_groups, strict=True):
         try:
             cases, history = slo_tests(slo)
         except SLOTestError as exc:
@@ -305,36 +280,41 @@ def _service_files(service: ServiceOutput, spec: ResolvedSpec, source: str) -> d
     return files
 
 
-def _add_targets(result: BuildResult, specs: Sequence[ResolvedSpec], root: Path | None) -> None:
-    """The other rule targets asked for: PrometheusRule objects, Thanos and Mimir files."""
-    namespaces: dict[str, list[tuple[ResolvedSpec, ServiceOutput]]] = {}
-    for spec, service in zip(specs, result.services, strict=True):
-        source = _header_source(spec.source, root)
-        groups = service_groups(service)
-        settings = spec.targets
-        if "operator" in result.targets:
-            operator = settings.operator
-            rule = prometheus_rule(spec.service, groups, operator.namespace, operator.labels)
-            result.files[f"kubernetes/{spec.service}.yaml"] = dump_yaml(rule, source)
-        if "thanos" in result.targets:
-            strategy = settings.thanos.partial_response_strategy
-            data, flags = thanos_rule_file(groups, strategy)
-            result.files[f"thanos/{spec.service}.rules.yml"] = dump_yaml(data, source)
-            result.reports.extend(f"thanos: {f.group}/{f.rule}: {f.reason}" for f in flags)
-        namespace = settings.mimir.namespace or spec.service
-        namespaces.setdefault(namespace, []).append((spec, service))
-    if "mimir" in result.targets:
-        for namespace, members in sorted(namespaces.items()):
-            label = {s.targets.mimir.grouping_label for s, _ in members}
-            if len(label) > 1:
-                raise UsageError(
-                    f"mimir namespace {namespace}: its services disagree on grouping_label "
-                    f"({', '.join(sorted(label))})"
-                )
-            groups = tuple(g for _, service in members for g in service_groups(service))
-            sources = ", ".join(sorted(_header_source(s.source, root) for s, _ in members))
-            data = mimir_namespace_file(namespace, groups, label.pop())
-            result.files[f"mimir/{namespace}.yaml"] = dump_yaml(data, sources)
+def _target_files(
+    service: ServiceOutput, settings: TargetSettings, source: str, targets: Sequence[str]
+) -> tuple[dict[str, str], list[str]]:
+    """One service's PrometheusRule object and Thanos file, as asked; the Thanos warnings."""
+    files: dict[str, str] = {}
+    reports: list[str] = []
+    groups = service_groups(service)
+    if "operator" in targets:
+        operator = settings.operator
+        rule = prometheus_rule(service.service, groups, operator.namespace, operator.labels)
+        files[f"kubernetes/{service.service}.yaml"] = dump_yaml(rule, source)
+    if "thanos" in targets:
+        data, flags = thanos_rule_file(groups, settings.thanos.partial_response_strategy)
+        files[f"thanos/{service.service}.rules.yml"] = dump_yaml(data, source)
+        reports.extend(f"thanos: {f.group}/{f.rule}: {f.reason}" for f in flags)
+    return files, reports
+
+
+def _add_mimir(result: BuildResult, services: Sequence[RenderedService]) -> None:
+    """One Mimir namespace file per namespace, holding the groups of its services."""
+    namespaces: dict[str, list[RenderedService]] = {}
+    for service in services:
+        namespace = service.targets.mimir.namespace or service.output.service
+        namespaces.setdefault(namespace, []).append(service)
+    for namespace, members in sorted(namespaces.items()):
+        label = {m.targets.mimir.grouping_label for m in members}
+        if len(label) > 1:
+            raise UsageError(
+                f"mimir namespace {namespace}: its services disagree on grouping_label "
+                f"({', '.join(sorted(label))})"
+            )
+        groups = tuple(g for m in members for g in service_groups(m.output))
+        sources = ", ".join(sorted(m.source for m in members))
+        data = mimir_namespace_file(namespace, groups, label.pop())
+        result.files[f"mimir/{namespace}.yaml"] = dump_yaml(data, sources)
 
 
 def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) -> None:
@@ -343,7 +323,7 @@ def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) 
     result.files[routing_files.CONFIG] = dump_yaml(output.config, source)
     result.files[routing_files.TESTS] = dump_yaml(output.tests, source)
     result.routing_cases = output.cases
-    result.reports = output.reports
+    result.reports.extend(output.reports)
 
 
 def _header_source(source: str, root: Path | None) -> str:

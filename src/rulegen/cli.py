@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rulegen import __version__
 from rulegen.backtest import command as backtest
-from rulegen.build import OWNED, TARGETS, build, discover, display, validate
+from rulegen.build import OWNED, TARGETS, build, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
     RulegenError,
@@ -26,6 +26,7 @@ from rulegen.errors import (
 )
 from rulegen.lint import lint
 from rulegen.lint.findings import FORMATS, exit_code
+from rulegen.load import discover, display
 from rulegen.output import diff_tree, write_tree
 from rulegen.spec.models import spec_model
 

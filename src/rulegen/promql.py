@@ -11,6 +11,7 @@ import re._parser as re_parser  # type: ignore[import-not-found]  # the stdlib r
 import warnings
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import promql_parser
@@ -33,26 +34,23 @@ class Matcher:
         return f"{self.name}{self.op}{quote(self.value)}"
 
 
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f]')
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def quote(value: str) -> str:
     """A PromQL double-quoted string literal (Go escaping) for any text."""
-    out = ['"']
-    for char in value:
-        if char in ('"', "\\"):
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == "\t":
-            out.append("\\t")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
+    if not _NEEDS_ESCAPE.search(value):
+        return f'"{value}"'  # the common case: label values need no escaping
+    return '"' + _NEEDS_ESCAPE.sub(_escape, value) + '"'
 
 
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _ESCAPES.get(char) or f"\\x{ord(char):02x}"
+
+
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def parse_matchers(text: str) -> tuple[Matcher, ...]:
     """Parse ``a="b", c=~"d.*"`` into matchers; anything else raises ``ValueError``."""
     if not text.strip():
@@ -106,6 +104,7 @@ _POSIX_CLASSES = {
 _UNICODE_CLASSES = {r"\pL": "a-zA-Z", r"\p{L}": "a-zA-Z", r"\pN": "0-9", r"\p{N}": "0-9"}
 
 
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def python_regex(pattern: str) -> str:
     """An RE2 pattern (what Prometheus uses) in Python ``re`` syntax, for checks and examples.
 
@@ -119,6 +118,7 @@ def python_regex(pattern: str) -> str:
     return pattern
 
 
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def full_match(pattern: str, value: str) -> bool:
     """Prometheus' anchored regex match, evaluated with Python ``re``."""
     with warnings.catch_warnings():
@@ -200,8 +200,10 @@ def _in_class(char: str, items: Any) -> bool:
     return False
 
 
+@lru_cache(maxsize=8192)
 def check_syntax(expr: str) -> str | None:
-    """``None`` when ``expr`` parses as PromQL, else the parser's message."""
+    """``None`` when ``expr`` parses as PromQL, else the parser's message (remembered: a
+    fleet's specs render the same expressions over and over)."""
     try:
         promql_parser.parse(expr)
     except (ValueError, RuntimeError) as exc:
@@ -209,6 +211,7 @@ def check_syntax(expr: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def result_type(expr: str) -> str:
     """``vector``, ``matrix``, ``scalar`` or ``string``: what an expression evaluates to.
 
@@ -268,6 +271,7 @@ def selectors(expr: str) -> list[tuple[str, str]]:
     return list(found)
 
 
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def split_comparison(expr: str) -> tuple[str, str, Decimal] | None:
     """``X > 85`` → (``X``, ``>``, 85): the quantity and threshold of a top-level comparison
     with a number (no ``bool``), or ``None`` for any other expression."""
@@ -284,6 +288,7 @@ def split_comparison(expr: str) -> tuple[str, str, Decimal] | None:
     return str(parsed.lhs), str(parsed.op), Decimal(repr(parsed.rhs.val)).normalize()
 
 
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
     """``name{a="b"}`` into its metric name and matchers; anything else raises ``ValueError``.
 

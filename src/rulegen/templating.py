@@ -131,6 +131,8 @@ def go_escape(text: str, *, before_action: bool = False) -> str:
     ``before_action`` says the text is directly followed by an action, so a trailing ``{``
     would join with it.
     """
+    if "{{" not in text and not (before_action and text.endswith("{")):
+        return text  # nothing would open an action
     out: list[str] = []
     for index, char in enumerate(text):
         following = text[index + 1] if index + 1 < len(text) else ("{" if before_action else "")

@@ -41,9 +41,10 @@ from rulegen.backtest.replay import (
 )
 from rulegen.backtest.report import json_rows, rfc3339, text_report, write_plots
 from rulegen.backtest.targets import Report, Target, recordings, targets
-from rulegen.build import build, discover, display
+from rulegen.build import build
 from rulegen.catalog import Catalog
 from rulegen.errors import UsageError
+from rulegen.load import discover, display
 
 TIME_HELP = "RFC3339 (2026-01-01T00:00:00Z) or Unix seconds"
 

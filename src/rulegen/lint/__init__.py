@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rulegen.build import display, load_inputs
 from rulegen.catalog import Catalog
 from rulegen.lint.checks import LintTarget, lint_offline
 from rulegen.lint.findings import Finding
 from rulegen.lint.online import lint_online
+from rulegen.load import display, load_inputs
 from rulegen.spec.loader import load_file
 
 __all__ = ["Finding", "lint"]

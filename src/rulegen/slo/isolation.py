@@ -11,13 +11,13 @@ model says isolates the tier and is sensitive to a 2% change of its factor.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 from math import ceil
 
 from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.series import events_per_sample
 from rulegen.slo.simulate import Phase, Traffic, alert_timeline, holds_series
 
 SENSITIVITY = (Fraction(98, 100), Fraction(102, 100))
@@ -33,10 +33,24 @@ class Isolation:
     fires: Decimal
 
 
-def isolate(
-    slo: ResolvedSLO, alert: SLOAlert, tier: Tier, step: Decimal, scale: Callable[[Fraction], int]
-) -> Isolation | None:
+# Why cached: a fleet's SLOs mostly share objective, tiers and intervals, and the search
+# replays dozens of candidate traffics. The key holds every number the search reads.
+_FOUND: dict[tuple[object, ...], Isolation | None] = {}
+_MAX_FOUND = 1024
+
+
+def isolate(slo: ResolvedSLO, alert: SLOAlert, tier: Tier, step: Decimal) -> Isolation | None:
     """The first candidate, shortest expected run first, that isolates ``tier``, or ``None``."""
+    tiers = tuple((t.long, t.short, t.factor) for t in alert.tiers)
+    key = (slo.budget, slo.min_traffic, alert.for_seconds, tiers, alert.tiers.index(tier), step)
+    if key not in _FOUND:
+        if len(_FOUND) >= _MAX_FOUND:
+            _FOUND.clear()
+        _FOUND[key] = _search(slo, alert, tier, step)
+    return _FOUND[key]
+
+
+def _search(slo: ResolvedSLO, alert: SLOAlert, tier: Tier, step: Decimal) -> Isolation | None:
     candidates = [
         (history, burn, dilution)
         for history in _histories(alert, tier, step)
@@ -46,7 +60,7 @@ def isolate(
     ]
     candidates.sort(key=lambda c: (_expected_length(tier, c[0], c[1]), c[2]))
     for history, burn, dilution in candidates:
-        found = _try(slo, alert, tier, step, scale, history, burn, dilution)
+        found = _try(slo, alert, tier, step, history, burn, dilution)
         if found is not None:
             return found
     return None
@@ -92,10 +106,10 @@ def _round(value: Fraction) -> Decimal:
 
 def _try(
     slo: ResolvedSLO, alert: SLOAlert, tier: Tier, step: Decimal,
-    scale_for: Callable[[Fraction], int], history: Decimal, burn: Decimal, dilution: int,
+    history: Decimal, burn: Decimal, dilution: int,
 ) -> Isolation | None:  # fmt: skip
     ratio = Fraction(burn) * Fraction(slo.budget)
-    scale = scale_for(ratio)
+    scale = events_per_sample(slo.min_traffic, step, ratio)
     errors = ratio * scale
     reach = tier.factor * Fraction(tier.long) / Fraction(burn)
     burn_steps = int(ceil(reach / Fraction(step))) + int(ceil(tier.long / step))

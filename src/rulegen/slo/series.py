@@ -7,6 +7,9 @@ Why: a test is only as good as its series; these are built from the selectors th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
 
 from rulegen import promql
 from rulegen.model import InputSeries
@@ -16,6 +19,19 @@ from rulegen.slo.simulate import Traffic
 
 class SLOTestError(ValueError):
     """No test can be built for an SLO (selectors no series can satisfy, no room for a burn)."""
+
+
+def events_per_sample(min_traffic: Decimal | None, step: Decimal, *ratios: Fraction) -> int:
+    """Events per sample: a power of ten that makes every error count whole and traffic
+    comfortably above ``min_traffic``."""
+    need = Fraction(0)
+    if min_traffic is not None:
+        need = Fraction(min_traffic) * Fraction(step) * 2
+    for exponent in range(3, 13):
+        n: int = 10**exponent
+        if n >= need and all((r * n).denominator == 1 for r in ratios):
+            return n
+    raise SLOTestError("the error ratios of the test need more than 1e12 events per sample")
 
 
 class SeriesMaker:
@@ -116,6 +132,7 @@ def _input(metric: str, labels: Mapping[str, str], values: tuple[int, ...]) -> I
     return InputSeries(_selector(metric, labels), expanding(values))
 
 
+@lru_cache(maxsize=1024)  # the same counters recur in every service sharing the SLO's numbers
 def expanding(values: tuple[int, ...]) -> str:
     """promtool's expanding notation for a counter: ``0+100x360 36000+0x60``."""
     parts: list[str] = []

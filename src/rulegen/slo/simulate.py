@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import format_fraction
@@ -72,16 +73,27 @@ def tier_holds(slo: ResolvedSLO, tier: Tier, traffic: Traffic, at: Decimal) -> b
     return holds_series(slo, tier, traffic)[int(at / traffic.step)]
 
 
-def holds_series(slo: ResolvedSLO, tier: Tier, traffic: Traffic) -> list[bool]:
+def holds_series(slo: ResolvedSLO, tier: Tier, traffic: Traffic) -> tuple[bool, ...]:
     """Whether the tier's condition holds at every sample (= evaluation) of the traffic.
 
     Integer window arithmetic on the counters, then the float operations of PromQL in its
     order: ``errors / total``, ``/ budget``, ``> factor``; ``total / seconds >= min_traffic``.
     """
-    budget, factor = float(slo.budget), _factor(tier.factor)
-    long, short = int(tier.long / traffic.step), int(tier.short / traffic.step)
-    minimum = None if slo.min_traffic is None else float(slo.min_traffic)
-    seconds = float(tier.short)
+    return _holds(slo.budget, slo.min_traffic, tier.long, tier.short, tier.factor, traffic)
+
+
+# Why cached: a fleet's SLOs mostly share objective and tiers, so the same traffic is replayed
+# against the same numbers once per service otherwise. The key is every number the result
+# depends on, nothing else (no service, name or position).
+@lru_cache(maxsize=4096)
+def _holds(
+    budget_ratio: Decimal, min_traffic: Decimal | None, long_window: Decimal,
+    short_window: Decimal, factor_value: Fraction, traffic: Traffic,
+) -> tuple[bool, ...]:  # fmt: skip
+    budget, factor = float(budget_ratio), _factor(factor_value)
+    long, short = int(long_window / traffic.step), int(short_window / traffic.step)
+    minimum = None if min_traffic is None else float(min_traffic)
+    seconds = float(short_window)
     total, errors = traffic.total, traffic.errors
     out = [False] * len(total)
     for i in range(1, len(total)):
@@ -94,7 +106,7 @@ def holds_series(slo: ResolvedSLO, tier: Tier, traffic: Traffic) -> list[bool]:
         if not (long_ratio / budget > factor and short_ratio / budget > factor):
             continue
         out[i] = minimum is None or float(short_total) / seconds >= minimum
-    return out
+    return tuple(out)
 
 
 def _factor(value: Fraction) -> float:
@@ -123,6 +135,7 @@ class Timeline:
         return next((t for t in times if t > start and t not in firing), None)
 
 
+@lru_cache(maxsize=1024)
 def evaluations(traffic: Traffic) -> tuple[Decimal, ...]:
     """Every evaluation time within the traffic's span: tests evaluate at every sample."""
     count = int(traffic.end / traffic.step)
@@ -131,14 +144,26 @@ def evaluations(traffic: Traffic) -> tuple[Decimal, ...]:
 
 def alert_timeline(slo: ResolvedSLO, alert: SLOAlert, traffic: Traffic) -> Timeline:
     """Replay the alert's state machine (inactive → pending → firing) over the traffic."""
-    series = [holds_series(slo, tier, traffic) for tier in alert.tiers]
+    return _timeline(slo.budget, slo.min_traffic, alert.for_seconds, _tiers(alert), traffic)
+
+
+def _tiers(alert: SLOAlert) -> tuple[tuple[Decimal, Decimal, Fraction], ...]:
+    return tuple((t.long, t.short, t.factor) for t in alert.tiers)
+
+
+@lru_cache(maxsize=4096)
+def _timeline(
+    budget: Decimal, min_traffic: Decimal | None, for_seconds: Decimal,
+    tiers: tuple[tuple[Decimal, Decimal, Fraction], ...], traffic: Traffic,
+) -> Timeline:  # fmt: skip
+    series = [_holds(budget, min_traffic, *tier, traffic) for tier in tiers]
     pending: list[Decimal] = []
     firing: list[Decimal] = []
     active_since: Decimal | None = None
     for index, at in enumerate(evaluations(traffic)):
         if any(holds[index] for holds in series):
             active_since = at if active_since is None else active_since
-            (firing if at - active_since >= alert.for_seconds else pending).append(at)
+            (firing if at - active_since >= for_seconds else pending).append(at)
         else:
             active_since = None
     return Timeline(tuple(pending), tuple(firing))

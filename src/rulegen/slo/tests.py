@@ -27,7 +27,7 @@ from rulegen.slo.rules import (
     tier_condition,
     window_name,
 )
-from rulegen.slo.series import SeriesMaker, SLOTestError
+from rulegen.slo.series import SeriesMaker, events_per_sample
 from rulegen.slo.simulate import (
     Phase,
     Traffic,
@@ -81,7 +81,7 @@ def _tier_alone(
     moves that evaluation."""
     coarse = history_step(slo)
     step = slo.evaluation if coarse / tier.long > Decimal("0.02") else coarse
-    found = isolate(slo, alert, tier, step, lambda ratio: _scale(slo, step, ratio))
+    found = isolate(slo, alert, tier, step)
     if found is None:
         return None
     burn = units.literal(found.burn)
@@ -136,16 +136,7 @@ def _steps(step: Decimal, seconds: Decimal) -> int:
 
 
 def _scale(slo: ResolvedSLO, step: Decimal, *ratios: Fraction) -> int:
-    """Events per sample: a power of ten that makes every error count whole and traffic
-    comfortably above ``min_traffic``."""
-    need = Fraction(0)
-    if slo.min_traffic is not None:
-        need = Fraction(slo.min_traffic) * Fraction(step) * 2
-    for exponent in range(3, 13):
-        n: int = 10**exponent
-        if n >= need and all((r * n).denominator == 1 for r in ratios):
-            return n
-    raise SLOTestError("the error ratios of the test need more than 1e12 events per sample")
+    return events_per_sample(slo.min_traffic, step, *ratios)
 
 
 def _t(seconds: Decimal) -> str:

@@ -112,6 +112,38 @@ def load_file(path: Path, display: str) -> LoadedDocument:
 def load_text(text: str, display: str) -> LoadedDocument:
     """Parse YAML text; the document must be exactly one mapping."""
     positions = Positions(display)
+    node = _fast_compose(text)
+    if node is None:
+        node = _compose(text, display)
+    builder = _Builder(positions, yaml.SafeLoader(""))
+    data = builder.build(node, ())
+    return LoadedDocument(data, positions)
+
+
+_FastLoader: Any = getattr(yaml, "CSafeLoader", None)
+
+
+def _fast_compose(text: str) -> yaml.Node | None:
+    """The node graph from libyaml's parser, or ``None`` to take the pure-Python path.
+
+    Why: libyaml parses a spec about five times faster, which matters for fleets of specs.
+    Anything unusual (an error, a character the Python reader refuses, an empty file) goes
+    through the Python parser, whose messages the diagnostics are written against.
+    """
+    if _FastLoader is None or yaml.reader.Reader.NON_PRINTABLE.search(text):
+        return None
+    loader = _FastLoader(text)
+    try:
+        node: yaml.Node | None = loader.get_single_node()
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return node
+
+
+def _compose(text: str, display: str) -> yaml.Node:
+    """The node graph from PyYAML's own parser; raises ``LoadError`` with its message."""
     try:
         loader = yaml.SafeLoader(text)
     except yaml.reader.ReaderError as exc:
@@ -128,9 +160,7 @@ def load_text(text: str, display: str) -> LoadedDocument:
         loader.dispose()
     if node is None:
         raise LoadError(Diagnostic(display, 1, 1, "", "file is empty (expected a spec mapping)"))
-    builder = _Builder(positions, yaml.SafeLoader(""))
-    data = builder.build(node, ())
-    return LoadedDocument(data, positions)
+    return node
 
 
 def _reader_error(text: str, exc: yaml.reader.ReaderError, display: str) -> Diagnostic:

@@ -1,0 +1,153 @@
+"""Loading: spec files → checked, resolved specs, each file on its own, on all cores.
+
+Why its own module: ``rulegen lint`` and the library's ``load_specs`` stop here, and
+``build`` reuses the per-file step (loading and rendering a file in the same worker). What
+needs every file at once (a service defined twice, a second routing section) is one step
+after the per-file work, in file order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rulegen.catalog import Catalog
+from rulegen.errors import Diagnostic, SpecError, UsageError
+from rulegen.fanout import fan_out
+from rulegen.resolve import ResolvedSpec, resolve_spec
+from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
+from rulegen.spec.loader import LoadedDocument, LoadError, Positions, load_file
+from rulegen.spec.locate import pydantic_diagnostics
+from rulegen.spec.models import spec_model
+
+
+@dataclass(frozen=True)
+class SpecInputs:
+    """The spec files of a build and the user test files found next to them."""
+
+    specs: tuple[Path, ...]
+    user_tests: tuple[Path, ...]
+
+
+def display(path: Path) -> str:
+    """A stable, relative name for a path (the header and diagnostics use it)."""
+    relative = os.path.relpath(path.resolve(), Path.cwd().resolve())
+    return Path(relative).as_posix() if not relative.startswith("..") else path.as_posix()
+
+
+def discover(paths: Sequence[Path]) -> SpecInputs:
+    """Spec files named directly, or every ``*.yaml``/``*.yml`` directly inside a folder."""
+    specs: list[Path] = []
+    user_tests: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml")
+            )
+            if not found:
+                raise UsageError(
+                    f"{display(path)}: no spec files (*.yaml, *.yml) in this directory"
+                )
+            specs.extend(found)
+            tests = path / "tests"
+            if tests.is_dir():
+                user_tests.extend(
+                    sorted(p for p in tests.iterdir() if p.suffix in (".yaml", ".yml"))
+                )
+        elif path.is_file():
+            specs.append(path)
+        else:
+            raise UsageError(f"{display(path)}: no such file or directory")
+    return SpecInputs(tuple(dict.fromkeys(specs)), tuple(user_tests))
+
+
+@dataclass
+class Loaded:
+    """Every input file, resolved: the service specs and the one routing section."""
+
+    specs: list[ResolvedSpec]
+    routing: LoadedRouting | None = None
+
+
+def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
+    """Load, check and resolve every service spec (a routing file is checked, then skipped)."""
+    return load_inputs(files, catalog).specs
+
+
+def load_inputs(files: Sequence[Path], catalog: Catalog) -> Loaded:
+    """Load, check and resolve every input file; all errors of all files are raised together."""
+    found = fan_out(load_one, catalog, files)
+    combined = combine(files, found)
+    if combined.diagnostics:
+        raise SpecError(combined.diagnostics)
+    specs = [found[i].resolved for i in combined.accepted]
+    return Loaded([s for s in specs if s is not None], combined.routing)
+
+
+@dataclass
+class LoadedFile:
+    """One input file, loaded on its own (in a worker when there are many)."""
+
+    problems: list[Diagnostic] = field(default_factory=list)
+    routing: LoadedDocument | None = None
+    service: str | None = None
+    positions: Positions | None = None
+    resolved: ResolvedSpec | None = None
+    resolve_problems: list[Diagnostic] = field(default_factory=list)
+
+
+def load_one(catalog: Catalog, path: Path) -> LoadedFile:
+    """Parse, validate and resolve one file; a routing file is only parsed."""
+    try:
+        doc = load_file(path, display(path))
+    except LoadError as exc:
+        return LoadedFile([exc.diagnostic])
+    if not isinstance(doc.data, dict):
+        return LoadedFile([doc.positions.diag((), "a spec must be a YAML mapping")])
+    if is_routing_file(doc.data):
+        return LoadedFile(routing=doc)
+    try:
+        spec = spec_model(catalog).model_validate(doc.data)
+    except ValidationError as exc:
+        return LoadedFile(pydantic_diagnostics(exc, doc.positions, doc.data))
+    resolved, problems = resolve_spec(spec, doc.positions, catalog)
+    return LoadedFile([], None, spec.service, doc.positions, resolved, list(problems))
+
+
+@dataclass
+class Combined:
+    """The verdict across files: every problem, the routing section, the specs that stand."""
+
+    diagnostics: list[Diagnostic]
+    routing: LoadedRouting | None
+    accepted: list[int]
+
+
+def combine(files: Sequence[Path], found: Sequence[LoadedFile]) -> Combined:
+    """Checks that need every file, in file order: the first definition of a service wins
+    (the others are errors, not resolved further), one routing section at most."""
+    result = Combined([], None, [])
+    services: dict[str, str] = {}
+    for index, (path, loaded) in enumerate(zip(files, found, strict=True)):
+        result.diagnostics.extend(loaded.problems)
+        if loaded.routing is not None:
+            section, problems = load_routing(path, loaded.routing, result.routing)
+            result.diagnostics.extend(problems)
+            result.routing = result.routing or section
+        if loaded.service is None or loaded.positions is None:
+            continue
+        service, positions = loaded.service, loaded.positions
+        if service in services:
+            message = f"service {service!r} is already defined at {services[service]}"
+            result.diagnostics.append(positions.diag(("service",), message))
+            continue
+        line, col = positions.at(("service",))
+        services[service] = f"{positions.file}:{line}:{col}"
+        result.diagnostics.extend(loaded.resolve_problems)
+        if not loaded.resolve_problems:
+            result.accepted.append(index)
+    return result

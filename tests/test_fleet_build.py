@@ -1,0 +1,226 @@
+"""A fleet of specs builds on all cores with exactly the output and errors of one core.
+
+Why: ``build`` loads and renders each spec file in a forked worker once a batch is large
+enough; the output must stay byte for byte what an in-process build writes (CI compares it),
+errors must read the same, and the in-memory file store and the libyaml parsing path must not
+change a byte or a position.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from rulegen import fanout
+from rulegen.build import build
+from rulegen.catalog import load_catalog
+from rulegen.errors import SpecError
+from rulegen.load import SpecInputs, discover
+from rulegen.output import FileSet
+from rulegen.spec import loader
+
+EXAMPLE = (REPO / "specs" / "llm-serving.yaml").read_text()
+TWO_CORES = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")
+
+
+def _pid(_context: None, item: int) -> tuple[int, int]:
+    return item, os.getpid()
+
+
+def _fail_on_seven(_context: None, item: int) -> int:
+    if item == 7:
+        raise ValueError("item seven")
+    return item
+
+
+@TWO_CORES
+def test_a_large_batch_runs_in_worker_processes_and_keeps_its_order() -> None:
+    results = fanout.fan_out(_pid, None, list(range(40)))
+    assert [item for item, _ in results] == list(range(40))
+    workers = {pid for _, pid in results}
+    assert os.getpid() not in workers
+    assert len(workers) >= 2
+
+
+def test_a_small_batch_stays_in_process() -> None:
+    assert {pid for _, pid in fanout.fan_out(_pid, None, [1, 2, 3])} == {os.getpid()}
+
+
+@TWO_CORES
+def test_an_error_in_a_worker_reaches_the_caller() -> None:
+    with pytest.raises(ValueError, match="item seven"):
+        fanout.fan_out(_fail_on_seven, None, list(range(40)))
+
+
+def _fleet(folder: Path, size: int, extra: dict[str, str] | None = None) -> SpecInputs:
+    """``size`` copies of the example spec with their own service names and thresholds."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(size):
+        text = EXAMPLE.replace("service: deepseek-v4", f"service: svc-{index:02d}")
+        # vary a threshold so services differ in more than their name
+        text = text.replace("threshold: 95%", f"threshold: {90 + index % 5}%", 1)
+        (folder / f"svc{index:02d}.yaml").write_text(text)
+    for name, text in (extra or {}).items():
+        (folder / name).write_text(text)
+    return discover([folder])
+
+
+def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fanout, "MIN_ITEMS_PER_WORKER", 10**9)
+
+
+@TWO_CORES
+def test_a_fleet_builds_byte_for_byte_as_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "threshold: 95%" in EXAMPLE
+    inputs = _fleet(tmp_path / "specs", 9)
+    catalog = load_catalog([REPO / "templates"])
+    targets = ("prometheus", "operator", "thanos", "mimir")
+    parallel = build(inputs, catalog, root=tmp_path, targets=targets)
+    _in_process(monkeypatch)
+    serial = build(inputs, catalog, root=tmp_path, targets=targets)
+    assert list(parallel.files) == list(serial.files)
+    assert dict(parallel.files) == dict(serial.files)
+    assert parallel.services == serial.services
+    assert parallel.costs == serial.costs
+    assert len(parallel.costs) == 9 * 5
+    assert parallel.reports == serial.reports
+    first, second = (
+        parallel.files[f"prometheus/svc-0{i}.rules.yml"].replace(f"svc-0{i}", "svc") for i in (0, 1)
+    )
+    assert first != second  # the services differ in more than their names
+
+
+@TWO_CORES
+def test_a_fleet_reports_the_same_errors_as_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    duplicate = EXAMPLE.replace("service: deepseek-v4", "service: svc-03")
+    broken = EXAMPLE.replace("service: deepseek-v4", "service: broken").replace(
+        "threshold: 95%", "threshold: lots", 1
+    )
+    inputs = _fleet(tmp_path / "specs", 9, {"z-dup.yaml": duplicate, "z-broken.yaml": broken})
+    catalog = load_catalog([REPO / "templates"])
+    with pytest.raises(SpecError) as parallel:
+        build(inputs, catalog)
+    _in_process(monkeypatch)
+    with pytest.raises(SpecError) as serial:
+        build(inputs, catalog)
+    assert str(parallel.value) == str(serial.value)
+    messages = str(parallel.value).splitlines()
+    assert len(messages) == 2
+    assert "z-broken.yaml" in messages[0]
+    assert "threshold" in messages[0]
+    assert "z-dup.yaml" in messages[1]
+    assert "service 'svc-03' is already defined at" in messages[1]
+
+
+SLOW_TESTS = "version: 1\nservice: NAME\nevaluation_interval: 10s\nalerts:\n" + "".join(
+    f"  - {{signal: disk_await, name: A{i}, threshold: 5ms, severity: warning, "
+    "window: 1d, for: 1d}\n"
+    for i in range(25)
+)
+
+
+@TWO_CORES
+def test_a_render_error_in_a_worker_reads_as_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spec that loads but whose tests would be too slow fails in the worker that renders it."""
+    extra = {f"slow{i}.yaml": SLOW_TESTS.replace("NAME", f"slow-{i}") for i in range(2)}
+    inputs = _fleet(tmp_path / "specs", 8, extra)
+    catalog = load_catalog([REPO / "templates"])
+    with pytest.raises(SpecError) as parallel:
+        build(inputs, catalog)
+    _in_process(monkeypatch)
+    with pytest.raises(SpecError) as serial:
+        build(inputs, catalog)
+    assert str(parallel.value) == str(serial.value)
+    lines = str(parallel.value).splitlines()
+    assert [line.split(":")[0].rsplit("/", 1)[-1] for line in lines] == ["slow0.yaml", "slow1.yaml"]
+    assert all("the generated tests would evaluate 26 rules" in line for line in lines)
+
+
+def test_the_file_store_holds_text_compressed_and_gives_it_back() -> None:
+    files = FileSet()
+    texts = {"b/x.yml": "ü" * 10_000, "a/y.yml": "groups: []\n", "c/empty": ""}
+    files.update(texts)
+    assert list(files) == list(texts)
+    assert dict(files) == texts
+    assert files == texts
+    assert files.held_bytes() < 200
+    other = FileSet({"d/z.yml": "z"})
+    files.merge(other)
+    assert files["d/z.yml"] == "z"
+    assert len(files) == 4
+    del files["c/empty"]
+    assert "c/empty" not in files
+    assert len(files) == 3
+    assert files["a/y.yml"] == "groups: []\n"
+
+
+def test_the_example_output_compresses_at_least_fivefold() -> None:
+    result = build(discover([REPO / "specs"]), load_catalog([REPO / "templates"]))
+    text = sum(len(result.files[name].encode()) for name in result.files)
+    held = result.files.held_bytes()
+    assert text > 5 * held
+
+
+TRICKY = """\
+version: 1   # comment
+service: "wéb-ü"
+description: |
+  two lines
+  and ünïcode ✓
+labels: {team: "a:b", 'quoted key': x}
+alerts:
+  - signal: disk_utilization
+    threshold: 85%   # trailing
+    severity: warning
+  - {signal: disk_await, threshold: 5ms, severity: page}
+weird: [1, 2.5, true, null, ~, 0x10, 1e3, "", '', 2026-11-29]
+"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        *sorted((REPO / "specs").glob("*.yaml")),
+        *sorted((REPO / "tests" / "golden").glob("*/specs/*.yaml")),
+        "tricky",
+    ],
+    ids=lambda p: p if isinstance(p, str) else f"{p.parent.parent.name}/{p.name}",
+)
+def test_libyaml_parsing_gives_the_same_data_and_positions(
+    path: Path | str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = TRICKY if path == "tricky" else Path(path).read_text()
+    assert loader._fast_compose(text) is not None
+    fast = loader.load_text(text, "x.yaml")
+    monkeypatch.setattr(loader, "_FastLoader", None)
+    slow = loader.load_text(text, "x.yaml")
+    assert fast.data == slow.data
+    assert fast.positions == slow.positions
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a: [1, 2\n", "a: 1\na: 2\n", "a: \x07\n", "", "--- 1\n--- 2\n", "a:\n\tb: 1\n"],
+    ids=["unclosed", "duplicate", "control-char", "empty", "two-docs", "tab"],
+)
+def test_anything_libyaml_would_word_differently_takes_the_python_path(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def outcome() -> str:
+        try:
+            return repr(loader.load_text(text, "x.yaml").data)
+        except loader.LoadError as exc:
+            return exc.diagnostic.render()
+
+    fast = outcome()
+    monkeypatch.setattr(loader, "_FastLoader", None)
+    assert fast == outcome()
