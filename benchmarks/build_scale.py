@@ -21,12 +21,14 @@ import argparse
 import json
 import math
 import os
+import re
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +44,35 @@ from rulegen.validate import promtool
 REPO = Path(__file__).resolve().parent.parent
 
 
-def fleet(folder: Path, size: int) -> list[Path]:
-    """``size`` copies of the example spec, one service each."""
+def fleet(folder: Path, size: int, vary: bool = False) -> list[Path]:
+    """``size`` copies of the example spec, one service each.
+
+    With ``vary``, services differ as a real fleet's do: every percentage threshold of an
+    alert scaled by its own factor (0.94 to 1.0, so each service's numbers are its own), and
+    each SLO's objective one of three common values, so the shared SLO simulations hit less.
+    """
     example = (REPO / "specs" / "llm-serving.yaml").read_text()
     paths = []
     for index in range(size):
+        text = _varied(example, index) if vary else example
         path = folder / f"svc{index:05d}.yaml"
-        path.write_text(example.replace("service: deepseek-v4", f"service: svc-{index:05d}"))
+        path.write_text(text.replace("service: deepseek-v4", f"service: svc-{index:05d}"))
         paths.append(path)
     return paths
+
+
+def _varied(example: str, index: int) -> str:
+    alerts, slos = example.split("\nslos:\n", 1)
+    scale = Decimal(100 - index % 7) / 100
+    alerts = _PERCENT.sub(lambda m: f"{m[1]}{Decimal(m[2]) * scale:f}%", alerts)
+    objectives = iter(_OBJECTIVES[index % len(_OBJECTIVES)])
+    return alerts + "\nslos:\n" + _OBJECTIVE.sub(lambda m: m[1] + next(objectives), slos)
+
+
+_PERCENT = re.compile(r"(threshold: )([0-9.]+)%")
+_OBJECTIVE = re.compile(r"(objective: )[0-9.]+%")
+# The example's two objectives (99%, 99.9%) and two other pairs a fleet commonly uses.
+_OBJECTIVES = (("99%", "99.9%"), ("99.5%", "99.95%"), ("98%", "99.5%"))
 
 
 def _cpu_seconds() -> float:
@@ -60,11 +82,11 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def measure_render(size: int) -> dict[str, float]:
+def measure_render(size: int, vary: bool = False) -> dict[str, float]:
     """Render ``size`` services in this process (and its workers); returns the figures."""
     catalog = load_catalog([REPO / "templates"])
     with tempfile.TemporaryDirectory() as tmp:
-        paths = fleet(Path(tmp), size)
+        paths = fleet(Path(tmp), size, vary)
         cpu, start = _cpu_seconds(), time.perf_counter()
         result = build(SpecInputs(tuple(paths), ()), catalog)
         render = time.perf_counter() - start
@@ -124,9 +146,9 @@ def measure_validation(size: int) -> dict[str, float]:
     return {"files": len(tests), **timings}
 
 
-def _child(size: int) -> dict[str, float]:
+def _child(size: int, vary: bool = False) -> dict[str, float]:
     proc = subprocess.run(
-        [sys.executable, __file__, "--child", str(size)],
+        [sys.executable, __file__, "--child", str(size), *(["--vary"] if vary else [])],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     figures: dict[str, float] = json.loads(proc.stdout)
@@ -142,10 +164,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--validate-size", type=int, default=5)
+    parser.add_argument("--vary-size", type=int, default=100, help="fleet size of the varied run")
+    parser.add_argument("--vary", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure_render(args.child)))
+        print(json.dumps(measure_render(args.child, args.vary)))
         return
     print(f"render: build on {os.cpu_count()} cores; rules only and floor: one core")
     print(
@@ -163,6 +187,11 @@ def main() -> None:
         size = max(1, round(ISSUE_RULES / per_service))
         print(f"the issue's ≈ {ISSUE_RULES:,} rules: {size} services of the example spec")
         _print_size(size, _child(size), None)
+    if args.vary_size:
+        print(
+            f"a varied fleet (own thresholds, three SLO objective pairs): {args.vary_size} services"
+        )
+        _print_size(args.vary_size, _child(args.vary_size, vary=True), None)
     validation = measure_validation(args.validate_size)
     speedup = validation["sequential"] / validation["parallel"]
     print(

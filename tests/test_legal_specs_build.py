@@ -24,6 +24,11 @@ CASES = {
         "  - {signal: disk_await, threshold: 5.005ms, severity: warning}\n"
         "  - {signal: tcp_retransmits, threshold: 7.005%, severity: warning}\n"
     ),
+    "ratio thresholds near 100% whose half-way test value is a rounding tie (94.05%)": (
+        "  - {signal: disk_utilization, threshold: 94.05%, severity: warning}\n"
+        "  - {signal: kv_cache_usage, threshold: 92.15%, severity: warning}\n"
+        "  - {signal: disk_utilization, name: DiskBusy, threshold: 90.25%, severity: info}\n"
+    ),
     "a whole-second latency threshold (humanizeDuration truncates seconds)": (
         "  - {signal: weight_loading_latency, threshold: 60s, severity: warning}\n"
     ),

@@ -126,6 +126,7 @@ def full_match(pattern: str, value: str) -> bool:
         return re.fullmatch(python_regex(pattern), value) is not None
 
 
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def regex_example(pattern: str) -> str | None:
     """A short string the (anchored) regex matches, or ``None`` when none can be derived."""
     try:

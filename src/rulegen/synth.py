@@ -123,6 +123,9 @@ def _value_text(signal: SignalDef, value: Decimal) -> str:
 
 
 _FACTORS = tuple(Decimal(f) for f in ("1.1", "1.2", "1.3", "1.5", "1.7", "2", "3"))
+# Near a limit, each candidate takes its own point between threshold and limit (half way
+# first): one point alone may print on a 4-digit rounding tie (94.05% → 97.025%).
+_TOWARDS_LIMIT = tuple(Decimal(f) for f in ("0.5", "0.6", "0.4", "0.7", "0.3", "0.8", "0.2"))
 QUIET = Decimal("0.9")
 
 
@@ -130,6 +133,7 @@ def _plan_and_timing(
     alert: ResolvedAlert, signal: SignalDef, evaluation: Decimal, scrape: Decimal
 ) -> tuple[Plan, _Timing]:
     """Pick test values whose ramp never lands exactly on the threshold at an evaluation."""
+    collided = False
     for plan in _candidate_plans(alert, signal):
         exact = signal.test.integer  # a count is an exact float: no rounding to fear
         if not exact and not _prints_stably(plan.fire, signal.threshold.unit):
@@ -143,7 +147,13 @@ def _plan_and_timing(
         try:
             return plan, _timing(alert, signal, plan.fire, evaluation, scrape)
         except _Collision:
-            continue
+            collided = True
+    if not collided:
+        raise SynthError(
+            "every test value sits on a rounding tie of Prometheus' 4-digit formatting; "
+            "move the threshold slightly",
+            "threshold",
+        )
     raise SynthError(
         "every test value meets the threshold exactly at some evaluation; "
         "choose a different evaluation_interval or window"
@@ -165,8 +175,8 @@ def _candidate_plans(alert: ResolvedAlert, signal: SignalDef) -> list[Plan]:
     computes 65.99999999; 66.5 s prints "1m 6s" either way.
     """
     plans = []
-    for factor in _FACTORS:
-        plan = _plan(alert, signal, factor)
+    for index, factor in enumerate(_FACTORS):
+        plan = _plan(alert, signal, factor, _TOWARDS_LIMIT[index])
         plans.append(plan)
         firing_up = signal.threshold.op == ">" and signal.test.histogram is None
         if signal.threshold.unit == "duration" and plan.fire >= 1 and firing_up:
@@ -184,23 +194,26 @@ def _prints_stably(value: Decimal, unit: str) -> bool:
     return fmt(float(value) * (1 + 1e-12)) == fmt(float(value) * (1 - 1e-12))
 
 
-def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal) -> Plan:
+def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal, towards: Decimal) -> Plan:
     if signal.test.histogram is not None:
         return histogram_plan(alert.params["buckets"], alert.threshold, alert.params["quantile"])
-    above = _above(alert.threshold, signal.test.max, signal.test.integer, factor)
+    above = _above(alert.threshold, signal.test.max, signal.test.integer, factor, towards)
     below = _below(alert.threshold, signal.test.integer)
     return Plan(above, below) if signal.threshold.op == ">" else Plan(below, above)
 
 
-def _above(threshold: Decimal, limit: Decimal | None, integer: bool, factor: Decimal) -> Decimal:
+def _above(
+    threshold: Decimal, limit: Decimal | None, integer: bool, factor: Decimal, towards: Decimal
+) -> Decimal:
+    """``factor`` × the threshold, or, where that passes the signal's limit (a ratio of 1),
+    the point ``towards`` of the way from the threshold to the limit."""
     if integer:
         return threshold.to_integral_value(ROUND_FLOOR) + (factor * 10 - 10).to_integral_value(
             ROUND_CEILING
         )
     value = threshold * factor if threshold > 0 else factor - 1
     if limit is not None and value >= limit:
-        value = threshold + (limit - threshold) * (factor - 1) * 5
-        value = min(value, (threshold + limit) / 2)
+        value = threshold + (limit - threshold) * towards
     return value.normalize()
 
 

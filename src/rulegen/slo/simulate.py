@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
+from itertools import accumulate, chain, repeat
 
 from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import format_fraction
@@ -39,12 +40,9 @@ class Traffic:
     @classmethod
     def of(cls, step: Decimal, phases: list[Phase]) -> Traffic:
         """Counters that start at 0 and grow phase by phase."""
-        total, errors = [0], [0]
-        for phase in phases:
-            for _ in range(phase.steps):
-                total.append(total[-1] + phase.total)
-                errors.append(errors[-1] + phase.errors)
-        return cls(step, tuple(total), tuple(errors))
+        total = chain.from_iterable(repeat(p.total, max(0, p.steps)) for p in phases)
+        errors = chain.from_iterable(repeat(p.errors, max(0, p.steps)) for p in phases)
+        return cls(step, tuple(accumulate(total, initial=0)), tuple(accumulate(errors, initial=0)))
 
     @property
     def end(self) -> Decimal:
@@ -94,19 +92,26 @@ def _holds(
     long, short = int(long_window / traffic.step), int(short_window / traffic.step)
     minimum = None if min_traffic is None else float(min_traffic)
     seconds = float(short_window)
-    total, errors = traffic.total, traffic.errors
-    out = [False] * len(total)
-    for i in range(1, len(total)):
-        long_total = total[i] - total[max(0, i - long)]
-        short_total = total[i] - total[max(0, i - short)]
-        if long_total <= 0 or short_total <= 0:
+    windows = zip(
+        _windowed(traffic.total, long), _windowed(traffic.errors, long),
+        _windowed(traffic.total, short), _windowed(traffic.errors, short), strict=True,
+    )  # fmt: skip
+    out = [False] * len(traffic.total)
+    for i, (long_total, long_errors, short_total, short_errors) in enumerate(windows):
+        if i == 0 or long_total <= 0 or short_total <= 0:
             continue
-        long_ratio = float(errors[i] - errors[max(0, i - long)]) / float(long_total)
-        short_ratio = float(errors[i] - errors[max(0, i - short)]) / float(short_total)
+        long_ratio = float(long_errors) / float(long_total)
+        short_ratio = float(short_errors) / float(short_total)
         if not (long_ratio / budget > factor and short_ratio / budget > factor):
             continue
         out[i] = minimum is None or float(short_total) / seconds >= minimum
     return tuple(out)
+
+
+def _windowed(counter: tuple[int, ...], steps: int) -> list[int]:
+    """``counter[i] - counter[max(0, i - steps)]`` at every sample: a window recording."""
+    head = [value - counter[0] for value in counter[:steps]]
+    return head + [now - then for now, then in zip(counter[steps:], counter, strict=False)]
 
 
 def _factor(value: Fraction) -> float:
@@ -160,8 +165,10 @@ def _timeline(
     pending: list[Decimal] = []
     firing: list[Decimal] = []
     active_since: Decimal | None = None
-    for index, at in enumerate(evaluations(traffic)):
-        if any(holds[index] for holds in series):
+    times = evaluations(traffic)
+    holding_at = map(any, zip(*series, strict=True)) if series else [False] * len(times)
+    for at, holding in zip(times, holding_at, strict=True):
+        if holding:
             active_since = at if active_since is None else active_since
             (firing if at - active_since >= for_seconds else pending).append(at)
         else:
