@@ -9,10 +9,11 @@ change a byte or a position.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, CliResult
 
 from rulegen import fanout
 from rulegen.build import build
@@ -45,8 +46,22 @@ def test_a_large_batch_runs_in_worker_processes_and_keeps_its_order() -> None:
     assert len(workers) >= 2
 
 
-def test_a_small_batch_stays_in_process() -> None:
+def test_a_small_batch_or_one_job_stays_in_process() -> None:
     assert {pid for _, pid in fanout.fan_out(_pid, None, [1, 2, 3])} == {os.getpid()}
+    assert {pid for _, pid in fanout.fan_out(_pid, None, list(range(40)), jobs=1)} == {os.getpid()}
+
+
+@pytest.mark.usefixtures("in_tmp")
+@pytest.mark.parametrize("jobs", ["0", "-2", "two", "1.5"])
+def test_jobs_must_be_a_whole_number_of_at_least_one(
+    jobs: str, cli: Callable[..., CliResult]
+) -> None:
+    result = cli("build", "--jobs", jobs)
+    message = (
+        "rulegen: error: build: argument --jobs/-j: "
+        f"expected a whole number of at least 1, not {jobs!r}"
+    )
+    assert (result.code, result.err.splitlines()) == (2, [message])
 
 
 @TWO_CORES
@@ -68,21 +83,14 @@ def _fleet(folder: Path, size: int, extra: dict[str, str] | None = None) -> Spec
     return discover([folder])
 
 
-def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fanout, "MIN_ITEMS_PER_WORKER", 10**9)
-
-
 @TWO_CORES
-def test_a_fleet_builds_byte_for_byte_as_in_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_fleet_builds_byte_for_byte_as_in_one_process(tmp_path: Path) -> None:
     assert "threshold: 95%" in EXAMPLE
     inputs = _fleet(tmp_path / "specs", 9)
     catalog = load_catalog([REPO / "templates"])
     targets = ("prometheus", "operator", "thanos", "mimir")
     parallel = build(inputs, catalog, root=tmp_path, targets=targets)
-    _in_process(monkeypatch)
-    serial = build(inputs, catalog, root=tmp_path, targets=targets)
+    serial = build(inputs, catalog, root=tmp_path, targets=targets, jobs=1)
     assert list(parallel.files) == list(serial.files)
     assert dict(parallel.files) == dict(serial.files)
     assert parallel.services == serial.services
@@ -95,23 +103,25 @@ def test_a_fleet_builds_byte_for_byte_as_in_one_process(
     assert first != second  # the services differ in more than their names
 
 
+def _errors_both_ways(inputs: SpecInputs) -> list[str]:
+    """The build's error lines on all cores, checked equal to those of an in-process build."""
+    catalog = load_catalog([REPO / "templates"])
+    with pytest.raises(SpecError) as parallel:
+        build(inputs, catalog)
+    with pytest.raises(SpecError) as serial:
+        build(inputs, catalog, jobs=1)
+    assert str(parallel.value) == str(serial.value)
+    return str(parallel.value).splitlines()
+
+
 @TWO_CORES
-def test_a_fleet_reports_the_same_errors_as_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_fleet_reports_the_same_errors_as_one_process(tmp_path: Path) -> None:
     duplicate = EXAMPLE.replace("service: deepseek-v4", "service: svc-03")
     broken = EXAMPLE.replace("service: deepseek-v4", "service: broken").replace(
         "threshold: 95%", "threshold: lots", 1
     )
     inputs = _fleet(tmp_path / "specs", 9, {"z-dup.yaml": duplicate, "z-broken.yaml": broken})
-    catalog = load_catalog([REPO / "templates"])
-    with pytest.raises(SpecError) as parallel:
-        build(inputs, catalog)
-    _in_process(monkeypatch)
-    with pytest.raises(SpecError) as serial:
-        build(inputs, catalog)
-    assert str(parallel.value) == str(serial.value)
-    messages = str(parallel.value).splitlines()
+    messages = _errors_both_ways(inputs)
     assert len(messages) == 2
     assert "z-broken.yaml" in messages[0]
     assert "threshold" in messages[0]
@@ -127,20 +137,10 @@ SLOW_TESTS = "version: 1\nservice: NAME\nevaluation_interval: 10s\nalerts:\n" + 
 
 
 @TWO_CORES
-def test_a_render_error_in_a_worker_reads_as_in_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_render_error_in_a_worker_reads_as_in_one_process(tmp_path: Path) -> None:
     """A spec that loads but whose tests would be too slow fails in the worker that renders it."""
     extra = {f"slow{i}.yaml": SLOW_TESTS.replace("NAME", f"slow-{i}") for i in range(2)}
-    inputs = _fleet(tmp_path / "specs", 8, extra)
-    catalog = load_catalog([REPO / "templates"])
-    with pytest.raises(SpecError) as parallel:
-        build(inputs, catalog)
-    _in_process(monkeypatch)
-    with pytest.raises(SpecError) as serial:
-        build(inputs, catalog)
-    assert str(parallel.value) == str(serial.value)
-    lines = str(parallel.value).splitlines()
+    lines = _errors_both_ways(_fleet(tmp_path / "specs", 8, extra))
     assert [line.split(":")[0].rsplit("/", 1)[-1] for line in lines] == ["slow0.yaml", "slow1.yaml"]
     assert all("the generated tests would evaluate 26 rules" in line for line in lines)
 

@@ -21,7 +21,7 @@ from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
 from rulegen.diagnosis.tests import diagnosis_tests
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
-from rulegen.fanout import fan_out
+from rulegen.fanout import fan_out, usable_cpus
 from rulegen.groups import build_groups
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one
 from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
@@ -79,16 +79,18 @@ def build(
     catalog: Catalog,
     root: Path | None = None,
     targets: Sequence[str] = ("prometheus",),
+    jobs: int | None = None,
 ) -> BuildResult:
     """Resolve the specs and render every output file in memory.
 
     ``root`` is the folder the headers' spec paths are relative to (the output folder's
     parent, normally the repo root), so the output does not depend on the working directory.
-    Each spec file is loaded and rendered in one go, by a worker process for a fleet; only
-    its files and rule groups come back.
+    Each spec file is loaded and rendered in one go, by one of up to ``jobs`` worker
+    processes for a fleet (default: every usable CPU); only its files and rule groups come
+    back.
     """
     chosen = tuple(t for t in TARGETS if t in targets)
-    found = fan_out(_load_and_render, (catalog, root, chosen), inputs.specs)
+    found = fan_out(_load_and_render, (catalog, root, chosen), inputs.specs, jobs)
     combined = combine(inputs.specs, [f.loaded for f in found])
     if combined.diagnostics:
         raise SpecError(combined.diagnostics)
@@ -339,8 +341,9 @@ def _interval(spec: ResolvedSpec) -> str:
     return format_duration(spec.evaluation_interval)
 
 
-def validate(folder: Path, result: BuildResult) -> list[str]:
-    """Run promtool on a written output folder; returns a summary, raises on any failure."""
+def validate(folder: Path, result: BuildResult, jobs: int | None = None) -> list[str]:
+    """Run promtool on a written output folder (up to ``jobs`` test files at once, default
+    every usable CPU); returns a summary, raises on any failure."""
     rules = sorted(name for name in result.files if name.startswith("prometheus/"))
     tests = sorted(name for name in result.files if name.startswith("tests/"))
     checked = promtool.check_rules(rules, folder)
@@ -352,7 +355,7 @@ def validate(folder: Path, result: BuildResult) -> list[str]:
     if tests:
         # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
         tests.sort(key=result.test_cost, reverse=True)
-        workers = max(1, min(len(tests), os.cpu_count() or 1))
+        workers = max(1, min(len(tests), jobs or usable_cpus()))
         with ThreadPoolExecutor(workers) as pool:
             runs = list(pool.map(lambda name: promtool.run_tests([name], folder), tests))
         failures = [m for run in runs for m in run.messages if not run.ok]

@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                    "operator (kubernetes/), thanos (thanos/), mimir (mimir/)")  # fmt: skip
     b.add_argument("--templates", type=Path, action="append", default=None,
                    help="extra signal definitions folder (default: templates/)")  # fmt: skip
+    b.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                   help="processes rendering specs and promtool runs at once "
+                   "(default: the CPUs rulegen may use)")  # fmt: skip
     v = sub.add_parser("validate", help="check specs only; write nothing")
     v.add_argument("paths", nargs="+", type=Path)
     v.add_argument("--templates", type=Path, action="append", default=None)
@@ -87,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
 def _catalog(templates: list[Path] | None) -> Catalog:
     if templates is None:
         default = Path("templates")
@@ -101,7 +110,9 @@ def _build(args: argparse.Namespace) -> int:
     catalog = _catalog(args.templates)
     inputs = discover(args.paths or [Path("specs")])
     out: Path = args.out
-    result = build(inputs, catalog, root=out.resolve().parent, targets=args.target or ())
+    result = build(
+        inputs, catalog, root=out.resolve().parent, targets=args.target or (), jobs=args.jobs
+    )
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {display(out)}: exists and is not a directory")
     if args.check:
@@ -114,7 +125,7 @@ def _build(args: argparse.Namespace) -> int:
 
     def check(staging: Path) -> None:
         if not args.no_validate:
-            summary.extend(validate(staging, result))
+            summary.extend(validate(staging, result, args.jobs))
 
     write_tree(out, result.files, OWNED, check)
     for line in summary:
