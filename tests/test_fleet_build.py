@@ -31,6 +31,12 @@ def _pid(_context: None, item: int) -> tuple[int, int]:
     return item, os.getpid()
 
 
+def _die_on_seven(_context: None, item: int) -> int:
+    if item == 7:
+        os._exit(9)  # what the OOM killer leaves behind: no exception, no result
+    return item
+
+
 def _fail_on_seven(_context: None, item: int) -> int:
     if item == 7:
         raise ValueError("item seven")
@@ -68,6 +74,12 @@ def test_jobs_must_be_a_whole_number_of_at_least_one(
 def test_an_error_in_a_worker_reaches_the_caller() -> None:
     with pytest.raises(ValueError, match="item seven"):
         fanout.fan_out(_fail_on_seven, None, list(range(40)))
+
+
+@TWO_CORES
+def test_a_dead_worker_is_one_clear_error() -> None:
+    with pytest.raises(fanout.WorkerDied, match="Rerun with --jobs 1"):
+        fanout.fan_out(_die_on_seven, None, list(range(40)))
 
 
 def _fleet(folder: Path, size: int, extra: dict[str, str] | None = None) -> SpecInputs:

@@ -13,7 +13,10 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
+
+from rulegen.errors import RulegenError
 
 Context = TypeVar("Context")
 Item = TypeVar("Item")
@@ -47,11 +50,21 @@ def fan_out(
     if workers < 2 or "fork" not in mp.get_all_start_methods():
         return [work(context, item) for item in items]
     chunk = max(1, min(16, len(items) // (workers * 4)))
-    with ProcessPoolExecutor(
-        workers, mp_context=mp.get_context("fork"), initializer=_adopt,
-        initargs=((work, context),),
-    ) as pool:  # fmt: skip
-        return list(pool.map(_run, items, chunksize=chunk))
+    try:
+        with ProcessPoolExecutor(
+            workers, mp_context=mp.get_context("fork"), initializer=_adopt,
+            initargs=((work, context),),
+        ) as pool:  # fmt: skip
+            return list(pool.map(_run, items, chunksize=chunk))
+    except BrokenProcessPool:
+        raise WorkerDied(
+            "a worker process died (killed, or out of memory); nothing written. "
+            "Rerun with --jobs 1 to build in one process"
+        ) from None
+
+
+class WorkerDied(RulegenError):
+    """A worker process ended without a result (a signal, the OOM killer)."""
 
 
 def _adopt(job: tuple[Callable[[Any, Any], Any], Any]) -> None:
