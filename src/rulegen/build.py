@@ -42,6 +42,7 @@ from rulegen.slo.tests import history_step, slo_tests
 from rulegen.spec.models import TargetSettings
 from rulegen.synth import build_tests
 from rulegen.validate import promtool
+from rulegen.validate.cache import TestCache
 from rulegen.validate.targets import check_targets
 
 OWNED = ("prometheus", "tests", "alertmanager", "grafana", "kubernetes", "thanos", "mimir")
@@ -341,9 +342,12 @@ def _interval(spec: ResolvedSpec) -> str:
     return format_duration(spec.evaluation_interval)
 
 
-def validate(folder: Path, result: BuildResult, jobs: int | None = None) -> list[str]:
+def validate(
+    folder: Path, result: BuildResult, jobs: int | None = None, test_cache: Path | None = None
+) -> list[str]:
     """Run promtool on a written output folder (up to ``jobs`` test files at once, default
-    every usable CPU); returns a summary, raises on any failure."""
+    every usable CPU); returns a summary, raises on any failure. With ``test_cache``, a test
+    file whose bytes, rule files and promtool release passed before is not run again."""
     rules = sorted(name for name in result.files if name.startswith("prometheus/"))
     tests = sorted(name for name in result.files if name.startswith("tests/"))
     checked = promtool.check_rules(rules, folder)
@@ -351,19 +355,30 @@ def validate(folder: Path, result: BuildResult, jobs: int | None = None) -> list
         raise ValidationFailed(
             ["promtool check rules failed:", *_map_rule_errors(checked.messages, result)]
         )
-    summary = [f"{promtool.version()}", f"promtool check rules: {len(rules)} file(s) ok"]
+    version = promtool.version()
+    summary = [version, f"promtool check rules: {len(rules)} file(s) ok"]
     if tests:
+        cache = TestCache(test_cache, version) if test_cache else None
+        keys = {name: cache.key(folder, name) if cache else None for name in tests}
+        due = [name for name in tests if not (cache and cache.passed(keys[name]))]
         # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
-        tests.sort(key=result.test_cost, reverse=True)
-        workers = max(1, min(len(tests), jobs or usable_cpus()))
+        due.sort(key=result.test_cost, reverse=True)
+        workers = max(1, min(len(due), jobs or usable_cpus()))
         with ThreadPoolExecutor(workers) as pool:
-            runs = list(pool.map(lambda name: promtool.run_tests([name], folder), tests))
+            runs = list(pool.map(lambda name: promtool.run_tests([name], folder), due))
+        if cache:
+            for name, run in zip(due, runs, strict=True):
+                if run.ok:
+                    cache.remember(keys[name], name)
         failures = [m for run in runs for m in run.messages if not run.ok]
         if any(not run.ok for run in runs):
             raise ValidationFailed(
                 ["promtool test rules failed:", *_map_test_errors(failures, result)]
             )
-        summary.append(f"promtool test rules: {len(tests)} file(s) passed")
+        line = f"promtool test rules: {len(tests)} file(s) passed"
+        if cache:
+            line += f" ({len(tests) - len(due)} unchanged since a recorded pass, not rerun)"
+        summary.append(line)
     summary.extend(check_targets(result.files))
     if routing_files.CONFIG in result.files:
         summary.extend(routing_files.validate_routing(folder, result.routing_cases))

@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                    "operator (kubernetes/), thanos (thanos/), mimir (mimir/)")  # fmt: skip
     b.add_argument("--templates", type=Path, action="append", default=None,
                    help="extra signal definitions folder (default: templates/)")  # fmt: skip
+    b.add_argument("--test-cache", type=Path, default=None, metavar="DIR",
+                   help="remember passing promtool test files in DIR and skip those whose "
+                   "test, rule files and promtool release are unchanged")  # fmt: skip
     b.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="processes rendering specs and promtool runs at once "
                    "(default: the CPUs rulegen may use)")  # fmt: skip
@@ -125,7 +128,7 @@ def _build(args: argparse.Namespace) -> int:
 
     def check(staging: Path) -> None:
         if not args.no_validate:
-            summary.extend(validate(staging, result, args.jobs))
+            summary.extend(validate(staging, result, args.jobs, args.test_cache))
 
     write_tree(out, result.files, OWNED, check)
     for line in summary:

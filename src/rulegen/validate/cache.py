@@ -1,0 +1,69 @@
+"""Remember which promtool test files passed, keyed by everything their result depends on.
+
+Why: a fleet's generated tests take promtool about half a CPU-minute per service, hours for a
+thousand services, while a change to one spec changes one service's files. A test file's
+result depends only on its own bytes, the bytes of the rule files it loads and the promtool
+release, so a pass recorded under the hash of exactly those can be trusted on any machine;
+anything that cannot be hashed with certainty (a glob, an unreadable file) is simply run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import yaml
+
+# Bumped when what goes into a key changes, so older markers stop matching.
+KEY_VERSION = "1"
+_GLOB = ("*", "?", "[")
+
+
+class TestCache:
+    """Marker files in ``folder``, one per test file that passed, named by its key."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, folder: Path, promtool_version: str) -> None:
+        self.folder = folder
+        self.promtool_version = promtool_version
+
+    def key(self, root: Path, test_file: str) -> str | None:
+        """The hash of what the result of ``root/test_file`` depends on, or ``None``."""
+        path = root / test_file
+        try:
+            text = path.read_bytes()
+            data = yaml.safe_load(text)
+        except (OSError, yaml.YAMLError):
+            return None
+        rule_files = data.get("rule_files") if isinstance(data, dict) else None
+        if not isinstance(rule_files, list) or not all(isinstance(r, str) for r in rule_files):
+            return None
+        digest = hashlib.sha256()
+        for part in (KEY_VERSION, self.promtool_version, test_file):
+            digest.update(part.encode() + b"\0")
+        digest.update(text + b"\0")
+        for name in rule_files:
+            if any(char in name for char in _GLOB):
+                return None
+            try:
+                digest.update(name.encode() + b"\0" + (path.parent / name).read_bytes() + b"\0")
+            except OSError:
+                return None
+        return digest.hexdigest()
+
+    def passed(self, key: str | None) -> bool:
+        """Whether a test file with this key passed before."""
+        return key is not None and (self.folder / key).is_file()
+
+    def remember(self, key: str | None, test_file: str) -> None:
+        """Record a pass; the marker holds the file's name for whoever looks inside."""
+        if key is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+        with os.fdopen(handle, "w", encoding="utf-8") as marker:
+            marker.write(f"{test_file}\n{self.promtool_version}\n")
+        Path(temporary).replace(self.folder / key)

@@ -1,0 +1,160 @@
+"""``rulegen build --test-cache DIR``: unchanged test files are not rerun, and a recorded pass
+never hides a failure.
+
+Why: a pass is reused only under the hash of the test file, every rule file it loads and the
+promtool release; these tests change each of those in turn with the real promtool.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, write_tree
+
+from rulegen.validate.cache import TestCache
+
+Cli = Callable[..., CliResult]
+
+SPEC = """\
+version: 1
+service: {name}
+alerts:
+  - signal: custom
+    name: {alert}
+    expr: 'max by (instance) (queue_length) > {limit}'
+    severity: warning
+    summary: 'queue at {{value}}'
+    description: long queue
+  - {{signal: disk_await, threshold: 20ms, severity: warning}}
+"""
+
+# A user's test of the web service's alert: the queue at 15 must fire it.
+USER_TEST = """\
+rule_files:
+  - ../prometheus/web.rules.yml
+evaluation_interval: 15s
+tests:
+  - interval: 15s
+    input_series:
+      - series: 'queue_length{instance="a:1"}'
+        values: '15x10'
+    alert_rule_test:
+      - eval_time: 1m
+        alertname: QueueLong
+        exp_alerts:
+          - exp_labels: {instance: "a:1", service: web, severity: warning}
+            exp_annotations: {summary: queue at 15, description: long queue}
+"""
+
+
+def _repo(root: Path, web_limit: int = 10) -> None:
+    write_tree(
+        root,
+        {
+            "specs/web.yaml": SPEC.format(name="web", alert="QueueLong", limit=web_limit),
+            "specs/api.yaml": SPEC.format(name="api", alert="ApiQueueLong", limit=10),
+            "specs/tests/queue.test.yml": USER_TEST,
+        },
+    )
+
+
+def _tests_line(result: CliResult) -> str:
+    return next(line for line in result.out.splitlines() if "promtool test rules" in line)
+
+
+def test_a_second_build_reruns_only_the_changed_service(in_tmp: Path, cli: Cli) -> None:
+    _repo(in_tmp)
+    first = cli("build", "--test-cache", "cache")
+    assert first.code == 0, first.err
+    assert _tests_line(first) == (
+        "promtool test rules: 3 file(s) passed (0 unchanged since a recorded pass, not rerun)"
+    )
+    assert len(list((in_tmp / "cache").iterdir())) == 3
+    again = cli("build", "--test-cache", "cache")
+    assert _tests_line(again).endswith("(3 unchanged since a recorded pass, not rerun)")
+    _repo(in_tmp, web_limit=12)
+    changed = cli("build", "--test-cache", "cache")
+    assert changed.code == 0, changed.err
+    # web's generated test and the user's test (it loads web's rules) run again; api's does not
+    assert _tests_line(changed).endswith("(1 unchanged since a recorded pass, not rerun)")
+
+
+def test_a_recorded_pass_never_hides_a_failure_from_a_changed_rule_file(
+    in_tmp: Path, cli: Cli
+) -> None:
+    _repo(in_tmp)
+    assert cli("build", "--test-cache", "cache").code == 0
+    before = sorted(p.name for p in (in_tmp / "rules").rglob("*"))
+    _repo(in_tmp, web_limit=20)  # the user's test file is unchanged; its rule file is not
+    failed = cli("build", "--test-cache", "cache")
+    assert failed.code == 1
+    assert "tests/queue.test.yml" in failed.err
+    assert "QueueLong" in failed.err
+    assert sorted(p.name for p in (in_tmp / "rules").rglob("*")) == before
+
+
+def test_a_new_promtool_release_reruns_everything(
+    in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _repo(in_tmp)
+    assert cli("build", "--test-cache", "cache").code == 0
+    promtool = shutil.which("promtool")
+    assert promtool is not None
+    wrapper = in_tmp / "promtool"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--version" ]; then echo "promtool, version 9.9.9 (branch: x)"; exit 0; fi\n'
+        f'exec {promtool} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("RULEGEN_PROMTOOL", str(wrapper))
+    rerun = cli("build", "--test-cache", "cache")
+    assert rerun.code == 0, rerun.err
+    assert "promtool, version 9.9.9" in rerun.out
+    assert _tests_line(rerun).endswith("(0 unchanged since a recorded pass, not rerun)")
+
+
+@pytest.mark.parametrize(
+    ("test_file", "files"),
+    [
+        ("rule_files: ['../prometheus/*.yml']\ntests: []\n", {}),
+        ("rule_files: ['../prometheus/missing.yml']\ntests: []\n", {}),
+        ("rule_files: [1]\n", {}),
+        ("tests: [\n", {}),
+        ("- a list\n", {}),
+    ],
+    ids=["glob", "missing-rule-file", "not-a-path", "not-yaml", "not-a-mapping"],
+)
+def test_what_cannot_be_hashed_with_certainty_is_always_run(
+    tmp_path: Path, test_file: str, files: dict[str, str]
+) -> None:
+    write_tree(tmp_path, {"tests/t.yml": test_file, **files})
+    assert (
+        TestCache(tmp_path / "cache", "promtool, version 2.42.0").key(tmp_path, "tests/t.yml")
+        is None
+    )
+
+
+def test_the_key_covers_the_test_its_rule_files_and_the_release(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"tests/t.yml": "rule_files: ['../prometheus/r.yml']\n"})
+    rules = tmp_path / "prometheus" / "r.yml"
+    rules.parent.mkdir()
+    rules.write_text("groups: []\n")
+    cache = TestCache(tmp_path / "cache", "promtool, version 2.42.0")
+    key = cache.key(tmp_path, "tests/t.yml")
+    assert key is not None
+    assert not cache.passed(key)
+    cache.remember(key, "tests/t.yml")
+    assert cache.passed(key)
+    assert (tmp_path / "cache" / key).read_text() == "tests/t.yml\npromtool, version 2.42.0\n"
+    newer = TestCache(tmp_path / "cache", "promtool, version 3.0.0")
+    assert newer.key(tmp_path, "tests/t.yml") != key
+    rules.write_text("groups: [] \n")
+    assert cache.key(tmp_path, "tests/t.yml") != key
+    rules.write_text("groups: []\n")
+    assert cache.key(tmp_path, "tests/t.yml") == key
+    rules.unlink()
+    assert cache.key(tmp_path, "tests/t.yml") is None
