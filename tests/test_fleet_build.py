@@ -9,6 +9,7 @@ change a byte or a position.
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,10 +19,11 @@ from conftest import REPO, CliResult
 from rulegen import fanout
 from rulegen.build import build
 from rulegen.catalog import load_catalog
-from rulegen.errors import SpecError
+from rulegen.errors import Diagnostic, SpecError, StaleOutput, UsageError, ValidationFailed
 from rulegen.load import SpecInputs, discover
 from rulegen.output import FileSet
 from rulegen.spec import loader
+from rulegen.spec.loader import LoadError
 
 EXAMPLE = (REPO / "specs" / "llm-serving.yaml").read_text()
 TWO_CORES = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")
@@ -74,6 +76,37 @@ def test_jobs_must_be_a_whole_number_of_at_least_one(
 def test_an_error_in_a_worker_reaches_the_caller() -> None:
     with pytest.raises(ValueError, match="item seven"):
         fanout.fan_out(_fail_on_seven, None, list(range(40)))
+
+
+def _spec_error_on_seven(_context: None, item: int) -> int:
+    if item == 7:
+        raise SpecError([Diagnostic("f.yaml", 3, 1, "x", "bad")])
+    return item
+
+
+@TWO_CORES
+def test_a_spec_error_raised_in_a_worker_arrives_whole() -> None:
+    with pytest.raises(SpecError) as raised:
+        fanout.fan_out(_spec_error_on_seven, None, list(range(40)))
+    assert raised.value.diagnostics == [Diagnostic("f.yaml", 3, 1, "x", "bad")]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        SpecError([Diagnostic("b.yaml", 2, 1, "", "two"), Diagnostic("a.yaml", 1, 1, "x", "one")]),
+        LoadError(Diagnostic("a.yaml", 1, 1, "", "invalid YAML")),
+        ValidationFailed(["promtool test rules failed:", "tests/x.yml: FAILED"]),
+        StaleOutput("--- a\n+++ b\n"),
+        UsageError("no spec files"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_errors_cross_process_borders_intact(error: Exception) -> None:
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert vars(copy) == vars(error)
 
 
 @TWO_CORES
@@ -221,17 +254,28 @@ def test_libyaml_parsing_gives_the_same_data_and_positions(
 
 @pytest.mark.parametrize(
     "text",
-    ["a: [1, 2\n", "a: 1\na: 2\n", "a: \x07\n", "", "--- 1\n--- 2\n", "a:\n\tb: 1\n"],
-    ids=["unclosed", "duplicate", "control-char", "empty", "two-docs", "tab"],
-)
+    [
+        "a: [1, 2\n", "a: 1\na: 2\n", "a: \x07\n", "", "--- 1\n--- 2\n", "a:\n\tb: 1\n",
+        "service: web\t\n", "a:\t1\n", "a: [1,\t2]\n", "key: value\t# c\n", "a: |\t\n  x\n",
+        "a: !\n", "a: |#\n  x\n", "\ufeffa: 1\n\ufeffb: 2\n", "a: {b: }\n", "? [a, b]\n: 1\n",
+        "a: !!str 1\n", "a: 'x'\n? b\n",
+    ],
+    ids=[
+        "unclosed", "duplicate", "control-char", "empty", "two-docs", "tab-indent",
+        "trailing-tab", "tab-after-colon", "tab-in-flow", "tab-before-comment", "tab-in-header",
+        "bare-tag", "header-comment", "second-bom", "empty-flow-value", "complex-key",
+        "explicit-tag", "question-key",
+    ],
+)  # fmt: skip
 def test_anything_libyaml_would_word_differently_takes_the_python_path(
     text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def outcome() -> str:
         try:
-            return repr(loader.load_text(text, "x.yaml").data)
+            loaded = loader.load_text(text, "x.yaml")
         except loader.LoadError as exc:
             return exc.diagnostic.render()
+        return repr(loaded.data) + repr(loaded.positions)
 
     fast = outcome()
     monkeypatch.setattr(loader, "_FastLoader", None)

@@ -96,25 +96,62 @@ def test_a_recorded_pass_never_hides_a_failure_from_a_changed_rule_file(
     assert sorted(p.name for p in (in_tmp / "rules").rglob("*")) == before
 
 
-def test_a_new_promtool_release_reruns_everything(
-    in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _repo(in_tmp)
-    assert cli("build", "--test-cache", "cache").code == 0
+def _promtool_printing(folder: Path, version: str) -> Path:
+    """The real promtool behind a script that answers ``--version`` with ``version``."""
     promtool = shutil.which("promtool")
     assert promtool is not None
-    wrapper = in_tmp / "promtool"
+    wrapper = folder / "promtool"
     wrapper.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" = "--version" ]; then echo "promtool, version 9.9.9 (branch: x)"; exit 0; fi\n'
+        f'if [ "$1" = "--version" ]; then printf "{version}"; exit 0; fi\n'
         f'exec {promtool} "$@"\n'
     )
     wrapper.chmod(0o755)
-    monkeypatch.setenv("RULEGEN_PROMTOOL", str(wrapper))
+    return wrapper
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        "promtool, version 9.9.9 (branch: x, revision: 1)\\n",
+        # the same release, another build: the cache keys the whole --version text
+        "promtool, version 2.42.0+ds (branch: debian/sid, revision: 2.42.0+ds-5+deb12u2)\\n",
+    ],
+    ids=["release", "revision"],
+)
+def test_another_promtool_build_reruns_everything(
+    version: str, in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _repo(in_tmp)
+    assert cli("build", "--test-cache", "cache").code == 0
+    monkeypatch.setenv("RULEGEN_PROMTOOL", str(_promtool_printing(in_tmp, version)))
     rerun = cli("build", "--test-cache", "cache")
     assert rerun.code == 0, rerun.err
-    assert "promtool, version 9.9.9" in rerun.out
     assert _tests_line(rerun).endswith("(0 unchanged since a recorded pass, not rerun)")
+    again = cli("build", "--test-cache", "cache")
+    assert _tests_line(again).endswith("(3 unchanged since a recorded pass, not rerun)")
+
+
+def test_a_promtool_without_a_version_is_never_cached(
+    in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _repo(in_tmp)
+    monkeypatch.setenv("RULEGEN_PROMTOOL", str(_promtool_printing(in_tmp, "")))
+    for _ in range(2):
+        result = cli("build", "--test-cache", "cache")
+        assert result.code == 0, result.err
+        assert _tests_line(result) == "promtool test rules: 3 file(s) passed"
+        assert "warning: promtool prints no version; --test-cache not used" in result.out
+    assert not (in_tmp / "cache").exists()
+
+
+def test_a_cache_that_cannot_be_written_never_fails_the_build(in_tmp: Path, cli: Cli) -> None:
+    _repo(in_tmp)
+    (in_tmp / "cache").write_text("a file, not a folder\n")
+    result = cli("build", "--test-cache", "cache")
+    assert result.code == 0, result.err
+    assert "warning: test cache not updated: cache: File exists" in result.out.splitlines()
+    assert (in_tmp / "rules" / "prometheus" / "web.rules.yml").is_file()
 
 
 @pytest.mark.parametrize(

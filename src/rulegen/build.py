@@ -175,7 +175,8 @@ def _rules_only(service: ServiceOutput) -> ServiceOutput:
 
 
 def _test_costs(service: ServiceOutput) -> dict[str, int]:
-    """Rule evaluations promtool will do for each generated test file (longest run first)."""
+    """Rule evaluations promtool will do for each generated test file (validation runs the
+    costliest first)."""
     costs = {}
     if service.tests:
         rules = sum(len(g.rules) for g in service.groups)
@@ -358,7 +359,8 @@ def validate(
     version = promtool.version()
     summary = [version, f"promtool check rules: {len(rules)} file(s) ok"]
     if tests:
-        cache = TestCache(test_cache, version) if test_cache else None
+        identity = promtool.build_info() if test_cache else None
+        cache = TestCache(test_cache, identity) if test_cache and identity else None
         keys = {name: cache.key(folder, name) if cache else None for name in tests}
         due = [name for name in tests if not (cache and cache.passed(keys[name]))]
         # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
@@ -366,10 +368,11 @@ def validate(
         workers = max(1, min(len(due), jobs or usable_cpus()))
         with ThreadPoolExecutor(workers) as pool:
             runs = list(pool.map(lambda name: promtool.run_tests([name], folder), due))
-        if cache:
-            for name, run in zip(due, runs, strict=True):
-                if run.ok:
-                    cache.remember(keys[name], name)
+        unrecorded = [
+            problem
+            for name, run in zip(due, runs, strict=True)
+            if cache and run.ok and (problem := cache.remember(keys[name], name))
+        ]
         failures = [m for run in runs for m in run.messages if not run.ok]
         if any(not run.ok for run in runs):
             raise ValidationFailed(
@@ -379,6 +382,10 @@ def validate(
         if cache:
             line += f" ({len(tests) - len(due)} unchanged since a recorded pass, not rerun)"
         summary.append(line)
+        if test_cache and not cache:
+            summary.append("warning: promtool prints no version; --test-cache not used")
+        if unrecorded:
+            summary.append(f"warning: test cache not updated: {unrecorded[0]}")
     summary.extend(check_targets(result.files))
     if routing_files.CONFIG in result.files:
         summary.extend(routing_files.validate_routing(folder, result.routing_cases))

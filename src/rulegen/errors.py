@@ -42,6 +42,10 @@ class SpecError(RulegenError):
         self.diagnostics = sorted(diagnostics, key=lambda d: (d.file, d.line, d.col, d.path))
         super().__init__("\n".join(d.render() for d in self.diagnostics))
 
+    def __reduce__(self) -> tuple[type[SpecError], tuple[list[Diagnostic]]]:
+        # rebuilt from its diagnostics, not its text, when it crosses a process border
+        return (SpecError, (self.diagnostics,))
+
 
 class ToolNotFoundError(RulegenError):
     """A required external binary (promtool) is not installed (exit 3)."""
@@ -54,6 +58,9 @@ class ValidationFailed(RulegenError):
         self.messages = list(messages)
         super().__init__("\n".join(self.messages))
 
+    def __reduce__(self) -> tuple[type[ValidationFailed], tuple[list[str]]]:
+        return (ValidationFailed, (self.messages,))
+
 
 class StaleOutput(RulegenError):
     """``--check`` found that the committed output differs from what would be written (exit 1)."""
@@ -61,3 +68,6 @@ class StaleOutput(RulegenError):
     def __init__(self, diff: str) -> None:
         self.diff = diff
         super().__init__("output is stale")
+
+    def __reduce__(self) -> tuple[type[StaleOutput], tuple[str]]:
+        return (StaleOutput, (self.diff,))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -47,7 +48,9 @@ def fan_out(
     """``[work(context, item) for item in items]``, in up to ``jobs`` processes (default: every
     usable CPU) when the batch is large enough."""
     workers = min(jobs or usable_cpus(), len(items) // MIN_ITEMS_PER_WORKER)
-    if workers < 2 or "fork" not in mp.get_all_start_methods():
+    # fork is the only start method that shares the context for free, and only Linux's is
+    # safe with the libraries loaded here (macOS defaults to spawn for that reason)
+    if workers < 2 or not sys.platform.startswith("linux"):
         return [work(context, item) for item in items]
     chunk = max(1, min(16, len(items) // (workers * 4)))
     try:

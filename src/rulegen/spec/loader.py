@@ -69,6 +69,9 @@ class LoadError(Exception):
         self.diagnostic = diagnostic
         super().__init__(diagnostic.render())
 
+    def __reduce__(self) -> tuple[type[LoadError], tuple[Diagnostic]]:
+        return (LoadError, (self.diagnostic,))
+
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
@@ -121,16 +124,27 @@ def load_text(text: str, display: str) -> LoadedDocument:
 
 
 _FastLoader: Any = getattr(yaml, "CSafeLoader", None)
+# Where libyaml and PyYAML part ways (libyaml accepts tabs as separators, reads a bare ``!``
+# tag, a ``|#`` header or a second BOM otherwise, places empty flow values and complex keys
+# elsewhere): a tab, a BOM, a ``!`` or ``?`` that may start a token, a block scalar header
+# running into a comment, a ``:`` closed at once in flow. Plenty of ordinary text matches
+# too (``a != b``); it only takes the slower, reference path.
+_UNUSUAL = re.compile(r"[\t\ufeff]|(?:^|[\s,\[{])[!?]|[|>][-+0-9]*#|:[ ]*[,}\]]", re.MULTILINE)
 
 
 def _fast_compose(text: str) -> yaml.Node | None:
     """The node graph from libyaml's parser, or ``None`` to take the pure-Python path.
 
     Why: libyaml parses a spec about five times faster, which matters for fleets of specs.
-    Anything unusual (an error, a character the Python reader refuses, an empty file) goes
-    through the Python parser, whose messages the diagnostics are written against.
+    Anything unusual (an error, a character the Python reader refuses, text where the two
+    parsers are known to differ) goes through the Python parser, the reference the
+    diagnostics and positions are written against.
     """
-    if _FastLoader is None or yaml.reader.Reader.NON_PRINTABLE.search(text):
+    if (
+        _FastLoader is None
+        or _UNUSUAL.search(text)
+        or yaml.reader.Reader.NON_PRINTABLE.search(text)
+    ):
         return None
     loader = _FastLoader(text)
     try:

@@ -18,6 +18,7 @@ import yaml
 
 # Bumped when what goes into a key changes, so older markers stop matching.
 KEY_VERSION = "1"
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _GLOB = ("*", "?", "[")
 
 
@@ -27,6 +28,7 @@ class TestCache:
     __test__ = False  # not a pytest class
 
     def __init__(self, folder: Path, promtool_version: str) -> None:
+        """``promtool_version``: promtool's whole ``--version`` text (release, build, revision)."""
         self.folder = folder
         self.promtool_version = promtool_version
 
@@ -35,7 +37,7 @@ class TestCache:
         path = root / test_file
         try:
             text = path.read_bytes()
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_Loader)  # a safe loader (libyaml when present)
         except (OSError, yaml.YAMLError):
             return None
         rule_files = data.get("rule_files") if isinstance(data, dict) else None
@@ -58,12 +60,17 @@ class TestCache:
         """Whether a test file with this key passed before."""
         return key is not None and (self.folder / key).is_file()
 
-    def remember(self, key: str | None, test_file: str) -> None:
-        """Record a pass; the marker holds the file's name for whoever looks inside."""
+    def remember(self, key: str | None, test_file: str) -> str | None:
+        """Record a pass (the marker holds the file's name for whoever looks inside); returns
+        why it could not be recorded. A cache that cannot be written never fails a build."""
         if key is None:
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
-        with os.fdopen(handle, "w", encoding="utf-8") as marker:
-            marker.write(f"{test_file}\n{self.promtool_version}\n")
-        Path(temporary).replace(self.folder / key)
+            return None
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+            with os.fdopen(handle, "w", encoding="utf-8") as marker:
+                marker.write(f"{test_file}\n{self.promtool_version}\n")
+            Path(temporary).replace(self.folder / key)
+        except OSError as exc:
+            return f"{exc.filename or self.folder}: {exc.strerror or exc}"
+        return None

@@ -52,6 +52,14 @@ def version(runner: Runner = _default_runner) -> str:
     return lines[0].split(" (", 1)[0] if lines else "promtool (unknown version)"
 
 
+def build_info(runner: Runner = _default_runner) -> str | None:
+    """promtool's whole ``--version`` text (release, revision, Go version), or ``None`` when
+    it prints none: what identifies the binary whose results the test cache reuses."""
+    result = runner([find_promtool(), "--version"], Path.cwd())
+    text = (result.stdout or result.stderr).strip()
+    return text or None
+
+
 def check_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
     """``promtool check rules``: syntax, duplicate rules, template parsing."""
     argv = (find_promtool(), "check", "rules", *files)
