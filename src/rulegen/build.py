@@ -64,6 +64,8 @@ class BuildResult:
     services: list[ServiceOutput]
     files: FileSet = field(default_factory=FileSet)
     costs: dict[str, int] = field(default_factory=dict)
+    # the rule file each generated test file loads, as its ``rule_files`` names it
+    loads: dict[str, str] = field(default_factory=dict)
     routing_cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = field(
         default_factory=list
     )
@@ -105,6 +107,7 @@ def build(
         result.services.append(service.output)
         result.files.merge(service.files)
         result.costs.update(service.costs)
+        result.loads.update(service.loads)
         result.reports.extend(service.reports)
     if services:
         sources = ", ".join(sorted(s.source for s in services))
@@ -129,6 +132,7 @@ class RenderedService:
     output: ServiceOutput
     files: FileSet
     costs: dict[str, int]
+    loads: dict[str, str]
     source: str
     targets: TargetSettings
     reports: list[str]
@@ -159,13 +163,14 @@ def render_service(
     except SpecError as exc:
         return list(exc.diagnostics)
     source = _header_source(spec.source, root)
-    files = FileSet(_service_files(service, spec, source))
+    written, loads = _service_files(service, spec, source)
+    files = FileSet(written)
     dashboard = dashboard_json(service_dashboard(spec, source))
     files[f"grafana/{spec.service}.json"] = dump_json(dashboard)
     extra, reports = _target_files(service, spec.targets, source, targets)
     files.update(extra)
     return RenderedService(
-        _rules_only(service), files, _test_costs(service), source, spec.targets, reports
+        _rules_only(service), files, _test_costs(service), loads, source, spec.targets, reports
     )
 
 
@@ -260,28 +265,36 @@ def _check_cost(groups: Sequence[RuleGroup], tests: Sequence[TestCase], origin: 
     raise SpecError([Diagnostic(origin.file, origin.line, origin.col, origin.path, message)])
 
 
-def _service_files(service: ServiceOutput, spec: ResolvedSpec, source: str) -> dict[str, str]:
-    """Output files of one service: its rules and tests, and one pair per SLO.
+def _service_files(
+    service: ServiceOutput, spec: ResolvedSpec, source: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Output files of one service: its rules and tests, and one pair per SLO; and the rule
+    file each test file loads (``rule_files``, relative to the test).
 
     Why one file pair per SLO: an SLO's tests replay days of history, and promtool evaluates
     every group of a test's rule files at every step; alone, an SLO's tests take seconds.
     """
     files: dict[str, str] = {}
+    loads: dict[str, str] = {}
+
+    def add_tests(name: str, rules_name: str, interval: str, cases: tuple[TestCase, ...]) -> None:
+        loads[name] = f"../{rules_name}"
+        files[name] = dump_yaml(tests_file(loads[name], interval, cases), source)
+
     if service.groups:
         rules_name = f"prometheus/{spec.service}.rules.yml"
         files[rules_name] = dump_yaml(rule_file(service.groups), source)
         if service.tests:
-            data = tests_file(f"../{rules_name}", service.evaluation_interval, service.tests)
-            files[f"tests/{spec.service}.test.yml"] = dump_yaml(data, source)
+            name = f"tests/{spec.service}.test.yml"
+            add_tests(name, rules_name, service.evaluation_interval, service.tests)
     for slo in service.slos:
         rules_name = f"prometheus/{spec.service}.slo.{slo.name}.rules.yml"
         files[rules_name] = dump_yaml(rule_file((slo.group,)), source)
-        data = tests_file(f"../{rules_name}", slo.evaluation_interval, slo.tests)
-        files[f"tests/{spec.service}.slo.{slo.name}.test.yml"] = dump_yaml(data, source)
+        stem = f"tests/{spec.service}.slo.{slo.name}"
+        add_tests(f"{stem}.test.yml", rules_name, slo.evaluation_interval, slo.tests)
         if slo.history_tests:
-            data = tests_file(f"../{rules_name}", slo.history_step, slo.history_tests)
-            files[f"tests/{spec.service}.slo.{slo.name}.history.test.yml"] = dump_yaml(data, source)
-    return files
+            add_tests(f"{stem}.history.test.yml", rules_name, slo.history_step, slo.history_tests)
+    return files, loads
 
 
 def _target_files(
@@ -361,7 +374,10 @@ def validate(
     if tests:
         identity = promtool.build_info() if test_cache else None
         cache = TestCache(test_cache, identity) if test_cache and identity else None
-        keys = {name: cache.key(folder, name) if cache else None for name in tests}
+        keys = {
+            name: cache.key(folder, name, _known(result.loads.get(name))) if cache else None
+            for name in tests
+        }
         due = [name for name in tests if not (cache and cache.passed(keys[name]))]
         # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
         due.sort(key=result.test_cost, reverse=True)
@@ -391,6 +407,10 @@ def validate(
         summary.extend(routing_files.validate_routing(folder, result.routing_cases))
     summary.extend(f"warning: {report}" for report in result.reports)
     return summary
+
+
+def _known(rule_file: str | None) -> list[str] | None:
+    return None if rule_file is None else [rule_file]
 
 
 def _groups(result: BuildResult) -> dict[str, RuleGroup]:

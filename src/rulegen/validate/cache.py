@@ -32,16 +32,20 @@ class TestCache:
         self.folder = folder
         self.promtool_version = promtool_version
 
-    def key(self, root: Path, test_file: str) -> str | None:
-        """The hash of what the result of ``root/test_file`` depends on, or ``None``."""
+    def key(self, root: Path, test_file: str, rule_files: list[str] | None = None) -> str | None:
+        """The hash of what the result of ``root/test_file`` depends on, or ``None``.
+
+        ``rule_files``: the file's ``rule_files`` when the caller wrote it (a generated test),
+        which spares parsing it; a user's test file is read to find them.
+        """
         path = root / test_file
         try:
             text = path.read_bytes()
-            data = yaml.load(text, Loader=_Loader)  # a safe loader (libyaml when present)
-        except (OSError, yaml.YAMLError):
+        except OSError:
             return None
-        rule_files = data.get("rule_files") if isinstance(data, dict) else None
-        if not isinstance(rule_files, list) or not all(isinstance(r, str) for r in rule_files):
+        if rule_files is None:
+            rule_files = _rule_files(text)
+        if rule_files is None:
             return None
         digest = hashlib.sha256()
         for part in (KEY_VERSION, self.promtool_version, test_file):
@@ -74,3 +78,14 @@ class TestCache:
         except OSError as exc:
             return f"{exc.filename or self.folder}: {exc.strerror or exc}"
         return None
+
+
+def _rule_files(text: bytes) -> list[str] | None:
+    try:
+        data = yaml.load(text, Loader=_Loader)  # a safe loader (libyaml's when present)
+    except yaml.YAMLError:
+        return None
+    found = data.get("rule_files") if isinstance(data, dict) else None
+    if not isinstance(found, list) or not all(isinstance(name, str) for name in found):
+        return None
+    return found
