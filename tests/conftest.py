@@ -84,6 +84,15 @@ def run_rulegen(*argv: str, cwd: Path, env: Mapping[str, str] | None = None) -> 
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def rendered_rules(root: Path, files: Mapping[str, str]) -> Path:
+    """``files`` written under ``root`` and built by the real ``rulegen build --no-validate``;
+    the ``rules/`` folder (mutation tests then run promtool on edited copies of it)."""
+    write_tree(root, files)
+    result = run_rulegen("build", "--no-validate", cwd=root)
+    assert result.code == 0, result.err
+    return root / "rules"
+
+
 def spec_errors(*lines: str) -> tuple[str, ...]:
     """The stderr of a spec error: the diagnostics, then the summary line."""
     return (*lines, f"rulegen: {len(lines)} error(s); nothing written")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import run_rulegen, write_tree
+from conftest import rendered_rules
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
 
@@ -194,10 +194,7 @@ def _promtool(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The spec built once, without validation: ``rules/`` with one rule and one test file."""
-    root = write_tree(tmp_path_factory.mktemp("spec"), {"specs/infer.yaml": SPEC})
-    result = run_rulegen("build", "--no-validate", cwd=root)
-    assert result.code == 0, result.err
-    return root / "rules"
+    return rendered_rules(tmp_path_factory.mktemp("spec"), {"specs/infer.yaml": SPEC})
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import run_rulegen, write_tree
+from conftest import rendered_rules
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
 
@@ -189,10 +189,7 @@ def _run(root: Path, slo: str, history_first: bool) -> Run:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The spec built once, without validation: ``rules/`` with two rule and four test files."""
-    root = write_tree(tmp_path_factory.mktemp("spec"), {"specs/shop.yaml": SPEC})
-    result = run_rulegen("build", "--no-validate", cwd=root)
-    assert result.code == 0, result.err
-    return root / "rules"
+    return rendered_rules(tmp_path_factory.mktemp("spec"), {"specs/shop.yaml": SPEC})
 
 
 @pytest.fixture(scope="module")
