@@ -37,7 +37,8 @@ import yaml
 from rulegen.build import build, rule_groups
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.load import SpecInputs, combine, load_one
-from rulegen.output import dump_yaml, write_tree
+from rulegen.outdir import write
+from rulegen.output import dump_yaml
 from rulegen.render.prometheus import rule_file
 from rulegen.validate import promtool
 
@@ -130,9 +131,9 @@ def measure_validation(size: int) -> dict[str, float]:
     catalog = load_catalog([REPO / "templates"])
     with tempfile.TemporaryDirectory() as tmp:
         paths = fleet(Path(tmp), size)
-        result = build(SpecInputs(tuple(paths), ()), catalog)
+        result = build(SpecInputs(tuple(paths), ()), catalog, root=Path(tmp))
         out = Path(tmp) / "rules"
-        write_tree(out, result.files, ("prometheus", "tests", "grafana"))
+        write(result, out)
         tests = sorted(n for n in result.files if n.startswith("tests/"))
         tests.sort(key=result.test_cost, reverse=True)
         timings = {}

@@ -226,3 +226,20 @@ def test_plot_names_are_unique(tmp_path: Path) -> None:
         "slo.Burn.1.png", "slo.Burn.2.png", "a.Disk.png", "b.Disk.png", "Only.png",
     ]  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in written)
+
+
+def test_plots_replace_only_plots_rulegen_wrote(tmp_path: Path) -> None:
+    """A second run replaces its own PNGs; a file of the user's of the same name is refused
+    before any plot is written."""
+    report = Report(
+        Target("Disk", "a", "x > 1", 0, 15_000, ()), (0, 60_000), 15_000,
+        [0, 15_000, 30_000, 45_000, 60_000], {}, {},
+    )  # fmt: skip
+    first = write_plots([report], tmp_path)
+    assert plot.written_by_rulegen(first[0])
+    assert write_plots([report], tmp_path) == first
+    (tmp_path / "Disk.png").write_bytes(b"\x89PNG\r\n\x1a\nmine")
+    with pytest.raises(UsageError, match="Disk.png was not written by rulegen; refusing"):
+        write_plots([report], tmp_path)
+    assert (tmp_path / "Disk.png").read_bytes() == b"\x89PNG\r\n\x1a\nmine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Disk.png"]

@@ -41,7 +41,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: 
 
 def test_check_is_green_on_a_clean_tree(in_tmp: Path, cli: Cli) -> None:
     _copy_example(in_tmp)
-    result = cli("build", "--check")
+    result = cli("build", "--check", "--no-validate")
     assert (result.code, result.out.strip()) == (0, "rules: up to date (13 files)")
 
 
@@ -67,12 +67,19 @@ def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: C
     assert _snapshot(in_tmp / "rules") == before
 
 
-def test_check_reports_a_stray_file_in_the_output(in_tmp: Path, cli: Cli) -> None:
+def test_check_reports_generated_files_a_build_would_remove_not_the_users(
+    in_tmp: Path, cli: Cli
+) -> None:
     _copy_example(in_tmp)
-    (in_tmp / "rules" / "prometheus" / "old.rules.yml").write_text("groups: []\n")
-    result = cli("build", "--check")
+    (in_tmp / "rules" / "prometheus" / "mine.rules.yml").write_text("groups: []\n")
+    assert cli("build", "--check", "--no-validate").code == 0
+    slo = in_tmp / "specs" / "llm-serving.yaml"
+    slo.write_text(slo.read_text().replace("  - name: ttft\n", "  - name: ttft2\n"))
+    result = cli("build", "--check", "--no-validate")
     assert result.code == 1
-    assert "--- a/rules/prometheus/old.rules.yml\n+++ /dev/null" in result.out
+    assert "--- a/rules/prometheus/deepseek-v4.slo.ttft.rules.yml\n+++ /dev/null" in result.out
+    assert "extra: rules/prometheus/deepseek-v4.slo.ttft.rules.yml" in result.err.splitlines()
+    assert "mine.rules.yml" not in result.out + result.err
 
 
 def test_two_builds_write_identical_bytes(in_tmp: Path, cli: Cli) -> None:
@@ -236,3 +243,20 @@ def test_missing_amtool_exits_3_with_install_hint(
         "install prometheus-alertmanager (Debian/Ubuntu), or set RULEGEN_AMTOOL"
     )
     assert not (in_tmp / "rules").exists()
+
+
+def test_an_unexpected_exception_is_one_line_and_exit_4(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(_args: object) -> int:
+        raise KeyError("line one\nline two \x1b[2J")
+
+    monkeypatch.setattr("rulegen.cli._schema", broken)
+    result = cli("schema")
+    assert (result.code, result.out) == (4, "")
+    assert result.err == (
+        "rulegen: internal error: KeyError: 'line one\\nline two \\x1b[2J' "
+        "(run with --debug for the traceback)\n"
+    )
+    with pytest.raises(KeyError):
+        cli("schema", "--debug")

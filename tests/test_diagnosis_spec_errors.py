@@ -979,6 +979,33 @@ CASES: list[Case] = [
         stderr=spec_errors(f"specs/web.yaml:3:13: host_label: 'device' {NOT_A_HOST}"),
     ),
     Case(
+        "a host_label starting with __ is rejected: Prometheus drops such labels",
+        spec="""
+            version: 1
+            service: web
+            host_label: __host__
+            diagnoses:
+              - kind: ttft_disk_bound
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:13: host_label: '__host__' cannot be the host label: labels "
+            "starting with __ are reserved for Prometheus' internal use"
+        ),
+    ),
+    Case(
+        "host_label 'mode' is rejected when an alert's series carry it (cpu_iowait)",
+        spec="""
+            version: 1
+            service: web
+            host_label: mode
+            alerts:
+              - {signal: cpu_iowait, threshold: 20%, severity: warning}
+            diagnoses:
+              - kind: ttft_disk_bound
+            """,
+        stderr=spec_errors(f"specs/web.yaml:3:13: host_label: 'mode' {NOT_A_HOST}"),
+    ),
+    Case(
         "a host_label that is not a label name is rejected",
         spec="""
             version: 1

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -307,16 +306,6 @@ def _run(*argv: str) -> Outcome:
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
-@contextlib.contextmanager
-def _chdir(folder: Path) -> Iterator[None]:
-    before = Path.cwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 DIAGNOSTIC = re.compile(r"^specs/[ab]\.yaml:\d+:\d+: \S.*$")
 SUMMARY = re.compile(r"^rulegen: (\d+) error\(s\); nothing written$")
 
@@ -337,7 +326,7 @@ def _check_error_output(outcome: Outcome) -> None:
 
 def check_cli_on(files: dict[str, str]) -> None:
     """Write ``files`` to a fresh folder, run validate and build there, check the contract."""
-    with tempfile.TemporaryDirectory() as folder, _chdir(Path(folder)):
+    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(Path(folder)):
         for name, text in files.items():
             Path(name).parent.mkdir(parents=True, exist_ok=True)
             Path(name).write_text(text, "utf-8")
@@ -360,8 +349,8 @@ def check_cli_on(files: dict[str, str]) -> None:
         else:
             assert checked.code == 0, (checked, built)
             assert sorted(p.name for p in Path("out").iterdir()) in (
-                ["grafana", "prometheus"],
-                ["grafana", "prometheus", "tests"],
+                [".rulegen-manifest.json", "grafana", "prometheus"],
+                [".rulegen-manifest.json", "grafana", "prometheus", "tests"],
             )
 
 
@@ -445,7 +434,7 @@ def test_fuzz_regression(text: str) -> None:
 def test_the_unmutated_seeds_build() -> None:
     """The fuzzer starts from valid specs: otherwise it would only test the first error."""
     for name, text in SEEDS.items():
-        with tempfile.TemporaryDirectory() as folder, _chdir(Path(folder)):
+        with tempfile.TemporaryDirectory() as folder, contextlib.chdir(Path(folder)):
             Path("specs").mkdir()
             Path("specs/a.yaml").write_text(text, "utf-8")
             result = _run(

@@ -335,6 +335,86 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "a NaN bucket bound is rejected at the bound",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency:
+                    metric: http_request_duration_seconds
+                    threshold: 500ms
+                    buckets: [0.1, .nan, 0.5]
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:10:24: slos[0].sli.latency.buckets[1]: must be a finite number "
+            "(got nan): the +Inf bucket is implicit"
+        ),
+    ),
+    Case(
+        "an infinite bucket bound is rejected: +Inf is implicit",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency:
+                    metric: http_request_duration_seconds
+                    threshold: 500ms
+                    buckets: [-.inf, 0.5, .inf]
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:10:19: slos[0].sli.latency.buckets[0]: must be a finite number "
+            "(got -inf): the +Inf bucket is implicit",
+            "specs/web.yaml:10:31: slos[0].sli.latency.buckets[2]: must be a finite number "
+            "(got inf): the +Inf bucket is implicit",
+        ),
+    ),
+    Case(
+        "a negative bucket bound is rejected: it is a latency",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency:
+                    metric: http_request_duration_seconds
+                    threshold: 500ms
+                    buckets: [-0.5, 0.1, 0.5]
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:10:19: slos[0].sli.latency.buckets[0]: must not be negative "
+            "(got -0.5): it is a latency"
+        ),
+    ),
+    Case(
+        "unsorted and repeated bucket bounds are rejected at the bound out of order",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency:
+                    metric: http_request_duration_seconds
+                    threshold: 500ms
+                    buckets: [0.1, 1, 0.5, 2, 2]
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:10:27: slos[0].sli.latency.buckets[2]: must be above the bound "
+            "before it (got 0.5 after 1): bounds are strictly increasing",
+            "specs/web.yaml:10:35: slos[0].sli.latency.buckets[4]: must be above the bound "
+            "before it (got 2 after 2): bounds are strictly increasing",
+        ),
+    ),
+    Case(
         "a histogram given by its _bucket series is rejected with the base name",
         spec="""
             version: 1
@@ -1183,6 +1263,7 @@ def test_the_three_ways_to_write_99_9_percent_give_the_same_rules(
 def test_an_slo_only_spec_writes_no_service_rule_file(legal_builds: dict[str, Built]) -> None:
     built = legal_builds["an SLO-only spec (no alerts) with a ratio and a latency SLO"]
     assert sorted(name for name, body in built.files.items() if body is not None) == [
+        ".rulegen-manifest.json",
         "grafana/provisioning.yaml",
         "grafana/web.json",
         "prometheus/web.slo.api.rules.yml",

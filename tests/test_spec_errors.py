@@ -214,8 +214,8 @@ CASES: list[Case] = [
                 severity: warning
             """,
         stderr=spec_errors(
-            "specs/web.yaml:5:16: alerts[0].threshold: invalid value: could not determine a "
-            "constructor for the tag 'tag:yaml.org,2002:python/name:os.system'"
+            "specs/web.yaml:5:16: alerts[0].threshold: explicit YAML tags are not allowed "
+            "(got !!python/name:os.system); write the plain value"
         ),
     ),
     # --- structure ---------------------------------------------------------------------
@@ -1032,6 +1032,169 @@ CASES: list[Case] = [
         stderr=spec_errors(
             "specs/web.yaml:3:14: runbook_url: must be an http(s) URL "
             "(got 'ftp://runbooks.example.com/{alert}')"
+        ),
+    ),
+    # Prometheus hands annotations the series' own labels, ``__name__`` included when the
+    # expression keeps it, while the generated test expected nothing: promtool failed.
+    Case(
+        "a {labels.__name__} placeholder is rejected: an alert never carries __ labels",
+        spec="""
+            version: 1
+            service: web
+            alerts:
+              - signal: disk_await
+                threshold: 5ms
+                severity: warning
+                summary: 'disk {labels.__name__} slow'
+              - signal: custom
+                name: ApiDown
+                expr: 'up == 0'
+                severity: critical
+                description: '{labels.instance} {labels.__address__}'
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:7:14: alerts[0].summary: placeholder {labels.__name__} names a "
+            "label no alert carries: labels starting with __ are reserved for Prometheus' "
+            "internal use",
+            "specs/web.yaml:12:18: alerts[1].description: placeholder {labels.__address__} "
+            "names a label no alert carries: labels starting with __ are reserved for "
+            "Prometheus' internal use",
+        ),
+    ),
+    # --- host_label on alerts ------------------------------------------------------------
+    # The catalog signals keep the host label through their aggregations and their tests set
+    # it on every series, diagnoses or not: these once built and failed under promtool.
+    Case(
+        "host_label __name__ is rejected even without diagnoses",
+        spec="""
+            version: 1
+            service: web
+            host_label: __name__
+            alerts:
+              - {signal: weight_loading_busy, threshold: 50%, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:13: host_label: '__name__' cannot be the host label: labels "
+            "starting with __ are reserved for Prometheus' internal use"
+        ),
+    ),
+    Case(
+        "host_label le is rejected for a histogram signal: its quantile aggregates by le",
+        spec="""
+            version: 1
+            service: web
+            host_label: le
+            alerts:
+              - {signal: e2e_latency, threshold: 30s, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:13: host_label: 'le' cannot be the host label: rulegen sets it "
+            "or it differs between the series of one host"
+        ),
+    ),
+    Case(
+        "host_label grpc_method is rejected for gRPC errors: it tells the series apart",
+        spec="""
+            version: 1
+            service: web
+            host_label: grpc_method
+            alerts:
+              - {signal: grpc_errors, threshold: 1%, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:13: host_label: 'grpc_method' cannot be the host label: rulegen "
+            "sets it or it differs between the series of one host"
+        ),
+    ),
+    # --- output file names ---------------------------------------------------------------
+    # The Mimir namespace names the file mimir/<namespace>.yaml (the only spec value that
+    # does: service and SLO names are [a-z0-9-_] by their patterns).
+    Case(
+        "a Mimir namespace of .. is rejected: it would name the hidden file mimir/...yaml",
+        spec="""
+            version: 1
+            service: web
+            targets:
+              mimir: {namespace: '..'}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:22: targets.mimir.namespace: must not start with '.' (got '..'): "
+            "it names the output file mimir/...yaml, a hidden file"
+        ),
+    ),
+    Case(
+        "a Mimir namespace of . is rejected",
+        spec="""
+            version: 1
+            service: web
+            targets:
+              mimir: {namespace: .}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:22: targets.mimir.namespace: must not start with '.' (got '.'): "
+            "it names the output file mimir/..yaml, a hidden file"
+        ),
+    ),
+    Case(
+        "a Mimir namespace with a slash is rejected by its pattern",
+        spec="""
+            version: 1
+            service: web
+            targets:
+              mimir: {namespace: a/b}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:22: targets.mimir.namespace: must match ^[A-Za-z0-9_.-]+$ (got 'a/b')"
+        ),
+    ),
+    Case(
+        "an empty Mimir namespace is rejected by its pattern",
+        spec="""
+            version: 1
+            service: web
+            targets:
+              mimir: {namespace: ''}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:22: targets.mimir.namespace: must match ^[A-Za-z0-9_.-]+$ (got '')"
+        ),
+    ),
+    Case(
+        "a Mimir namespace with a line break is rejected by its pattern",
+        spec="""
+            version: 1
+            service: web
+            targets:
+              mimir: {namespace: "a\\nb"}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:22: targets.mimir.namespace: must match ^[A-Za-z0-9_.-]+$ "
+            "(got 'a\\nb')"
+        ),
+    ),
+    Case(
+        "a Mimir namespace longer than a file name allows is rejected",
+        spec=f"""
+            version: 1
+            service: web
+            targets:
+              mimir: {{namespace: {"n" * 251}}}
+            alerts:
+              - {{signal: disk_await, threshold: 5ms, severity: warning}}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:22: targets.mimir.namespace: must be at most 250 characters "
+            "(got 251): it names the output file mimir/<namespace>.yaml"
         ),
     ),
     # --- several files -----------------------------------------------------------------

@@ -2,13 +2,15 @@
 
 The library API mirrors the CLI pipeline: ``discover`` spec files, ``load_specs`` (spec →
 resolved alerts), ``build`` (→ files in memory), ``validate`` (promtool on a written folder),
-``write_tree`` (atomic write). Everything else is internal.
+``write`` (the output folder: only rulegen's files replaced, all at once) and
+``check_output`` (``--check``). Everything else is internal.
 """
 
 from rulegen.build import BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
     Diagnostic,
+    OutputConflict,
     RulegenError,
     SpecError,
     StaleOutput,
@@ -17,7 +19,7 @@ from rulegen.errors import (
     ValidationFailed,
 )
 from rulegen.load import SpecInputs, discover, load_specs
-from rulegen.output import write_tree
+from rulegen.outdir import check_output, write
 
 __version__ = "0.1.0"
 
@@ -25,6 +27,7 @@ __all__ = [
     "BuildResult",
     "Catalog",
     "Diagnostic",
+    "OutputConflict",
     "RulegenError",
     "SpecError",
     "SpecInputs",
@@ -34,9 +37,10 @@ __all__ = [
     "ValidationFailed",
     "__version__",
     "build",
+    "check_output",
     "discover",
     "load_catalog",
     "load_specs",
     "validate",
-    "write_tree",
+    "write",
 ]

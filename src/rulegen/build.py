@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +23,7 @@ from rulegen.diagnosis.tests import diagnosis_tests
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
 from rulegen.fanout import fan_out, usable_cpus
 from rulegen.groups import build_groups
-from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one
+from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
 from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.output import FileSet, dump_json, dump_yaml
 from rulegen.render.grafana import dashboard_json, provisioning
@@ -45,7 +45,6 @@ from rulegen.validate import promtool
 from rulegen.validate.cache import TestCache
 from rulegen.validate.targets import check_targets
 
-OWNED = ("prometheus", "tests", "alertmanager", "grafana", "kubernetes", "thanos", "mimir")
 # Rule targets besides the plain rule files (always written: the tests run on them).
 TARGETS = ("prometheus", "operator", "thanos", "mimir")
 # promtool evaluates every rule of the file at every step of every test: about a million rule
@@ -71,6 +70,11 @@ class BuildResult:
     )
     reports: list[str] = field(default_factory=list)
     targets: tuple[str, ...] = ("prometheus",)
+    # the inputs each file comes from, and every input the build read (spec files, user
+    # tests), relative to the output folder's parent: what the output folder's manifest keeps
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    root: Path | None = None
 
     def test_cost(self, name: str) -> int:
         """Rule evaluations promtool will do for a test file (0 for a user's own tests)."""
@@ -97,31 +101,57 @@ def build(
     combined = combine(inputs.specs, [f.loaded for f in found])
     if combined.diagnostics:
         raise SpecError(combined.diagnostics)
-    rendered = [found[i].rendered for i in combined.accepted]
-    problems = [d for r in rendered if isinstance(r, list) for d in r]
+    rendered = [(inputs.specs[i], found[i].rendered) for i in combined.accepted]
+    problems = [d for _, r in rendered if isinstance(r, list) for d in r]
     if problems:
         raise SpecError(problems)
-    services = [r for r in rendered if isinstance(r, RenderedService)]
-    result = BuildResult([], targets=chosen)
-    for service in services:
+    services = [(p, r) for p, r in rendered if isinstance(r, RenderedService)]
+    result = BuildResult([], targets=chosen, root=root)
+    result.inputs = tuple(_source_name(p, root) for p in (*inputs.specs, *inputs.user_tests))
+    for path, service in services:
         result.services.append(service.output)
         result.files.merge(service.files)
+        result.sources.update(dict.fromkeys(service.files, (_source_name(path, root),)))
         result.costs.update(service.costs)
         result.loads.update(service.loads)
         result.reports.extend(service.reports)
     if services:
-        sources = ", ".join(sorted(s.source for s in services))
+        sources = ", ".join(sorted(s.source for _, s in services))
         result.files["grafana/provisioning.yaml"] = dump_yaml(provisioning(), sources)
+        names = tuple(sorted(_source_name(p, root) for p, _ in services))
+        result.sources["grafana/provisioning.yaml"] = names
         if "mimir" in chosen:
-            _add_mimir(result, services)
+            _add_mimir(result, services, root)
     if combined.routing is not None:
         _add_routing(result, combined.routing, root)
     for path in inputs.user_tests:
         target = f"tests/{path.name}"
         if target in result.files:
             raise UsageError(f"{display(path)}: clashes with the generated {target}; rename it")
-        result.files[target] = path.read_text("utf-8")
+        result.files[target] = read_user_test(path)
+        result.sources[target] = (_source_name(path, root),)
+    _refuse_case_clashes(result.files)
     return result
+
+
+def _refuse_case_clashes(files: Iterable[str]) -> None:
+    """Two outputs whose names differ only in case (services ``Web`` and ``web``, Mimir
+    namespaces ``Inference`` and ``inference``) would be one file on macOS and Windows."""
+    seen: dict[str, str] = {}
+    for name in files:
+        other = seen.setdefault(name.casefold(), name)
+        if other != name:
+            raise UsageError(
+                f"outputs {other} and {name} differ only in case: they would overwrite each "
+                "other on a case-insensitive file system; rename one"
+            )
+
+
+def _source_name(path: Path, root: Path | None) -> str:
+    """An input as the output folder's manifest names it: relative to ``root`` (the output
+    folder's parent), ``..`` included, so that it is the same on every machine."""
+    base = os.path.realpath(root or Path.cwd())
+    return Path(os.path.relpath(os.path.realpath(path), base)).as_posix()
 
 
 @dataclass
@@ -315,12 +345,16 @@ def _target_files(
     return files, reports
 
 
-def _add_mimir(result: BuildResult, services: Sequence[RenderedService]) -> None:
+def _add_mimir(
+    result: BuildResult, services: Sequence[tuple[Path, RenderedService]], root: Path | None
+) -> None:
     """One Mimir namespace file per namespace, holding the groups of its services."""
     namespaces: dict[str, list[RenderedService]] = {}
-    for service in services:
+    paths: dict[str, list[str]] = {}
+    for path, service in services:
         namespace = service.targets.mimir.namespace or service.output.service
         namespaces.setdefault(namespace, []).append(service)
+        paths.setdefault(namespace, []).append(_source_name(path, root))
     for namespace, members in sorted(namespaces.items()):
         label = {m.targets.mimir.grouping_label for m in members}
         if len(label) > 1:
@@ -332,6 +366,7 @@ def _add_mimir(result: BuildResult, services: Sequence[RenderedService]) -> None
         sources = ", ".join(sorted(m.source for m in members))
         data = mimir_namespace_file(namespace, groups, label.pop())
         result.files[f"mimir/{namespace}.yaml"] = dump_yaml(data, sources)
+        result.sources[f"mimir/{namespace}.yaml"] = tuple(sorted(paths[namespace]))
 
 
 def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) -> None:
@@ -339,6 +374,8 @@ def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) 
     source = _header_source(loaded.routing.source, root)
     result.files[routing_files.CONFIG] = dump_yaml(output.config, source)
     result.files[routing_files.TESTS] = dump_yaml(output.tests, source)
+    name = _source_name(Path(loaded.routing.source), root)
+    result.sources.update(dict.fromkeys((routing_files.CONFIG, routing_files.TESTS), (name,)))
     result.routing_cases = output.cases
     result.reports.extend(output.reports)
 

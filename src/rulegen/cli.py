@@ -1,33 +1,41 @@
 """The command line: the only place that prints or exits.
 
 Exit codes: 0 ok; 1 promtool failure, stale output or a lint error; 2 invalid spec or usage;
-3 a required tool (promtool, amtool, matplotlib for plots) is missing.
+3 a required tool (promtool, amtool, matplotlib for plots) is missing; 4 internal error (a bug:
+anything unexpected is one line, and ``--debug`` shows its traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rulegen import __version__
 from rulegen.backtest import command as backtest
-from rulegen.build import OWNED, TARGETS, build, validate
+from rulegen.build import TARGETS, BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
+    OutputConflict,
     RulegenError,
     SpecError,
     StaleOutput,
     ToolNotFoundError,
     UsageError,
     ValidationFailed,
+    printable,
 )
-from rulegen.lint import lint
+from rulegen.lint import lint, online
 from rulegen.lint.findings import FORMATS, exit_code
-from rulegen.load import discover, display
-from rulegen.output import diff_tree, write_tree
+from rulegen.load import SpecInputs, discover, display
+from rulegen.outdir import check_output, folder_name, write
+from rulegen.outdir.transaction import pending_journal
+from rulegen.promapi import MAX_BYTES, timeout_arg
 from rulegen.spec.models import spec_model
 
 EPILOG = """exit codes:
@@ -36,6 +44,7 @@ EPILOG = """exit codes:
      lint found an error
   2  invalid spec or usage
   3  a required tool (promtool, amtool; matplotlib for backtest --plot) is missing
+  4  internal error: a bug in rulegen (run again with --debug for the traceback)
 """
 
 
@@ -53,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rulegen {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show an internal error's traceback (anywhere)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     b = sub.add_parser("build", help="render, validate and test specs into DIR", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -87,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--prometheus", metavar="URL", help="also check against this Prometheus")
     lint.add_argument("--format", choices=sorted(FORMATS), default="text")
     lint.add_argument("--templates", type=Path, action="append", default=None)
+    lint.add_argument("--timeout", type=timeout_arg, default=online.TIMEOUT, metavar="SECONDS",
+                      help="deadline of each request to --prometheus, whole answer included "
+                      f"(default: {online.TIMEOUT:g}); answers are capped at "
+                      f"{MAX_BYTES // 2**20} MiB")  # fmt: skip
     backtest.add_parser(sub)
     s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
     s.add_argument("--templates", type=Path, action="append", default=None)
@@ -111,30 +127,78 @@ def _catalog(templates: list[Path] | None) -> Catalog:
 
 def _build(args: argparse.Namespace) -> int:
     catalog = _catalog(args.templates)
-    inputs = discover(args.paths or [Path("specs")])
+    paths = args.paths or [Path("specs")]
+    inputs = discover(paths)
     out: Path = args.out
-    result = build(
-        inputs, catalog, root=out.resolve().parent, targets=args.target or (), jobs=args.jobs
-    )
+    shown = folder_name(out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {display(out)}: exists and is not a directory")
+        raise UsageError(f"--out {shown}: exists and is not a directory")
+    _refuse_out_among_inputs(out, shown, [*paths, *(args.templates or [])], inputs)
+    for warning in inputs.warnings:
+        print(f"rulegen: warning: {printable(warning)}", file=sys.stderr)
+    root = Path(os.path.realpath(out)).parent
+    result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs)
     if args.check:
-        diff = diff_tree(out, result.files, OWNED)
-        if diff:
-            raise StaleOutput(diff)
-        print(f"{display(out)}: up to date ({len(result.files)} files)")
-        return 0
+        return _check(args, out, shown, result)
     summary: list[str] = []
 
     def check(staging: Path) -> None:
         if not args.no_validate:
             summary.extend(validate(staging, result, args.jobs, args.test_cache))
 
-    write_tree(out, result.files, OWNED, check)
+    plan = write(result, out, check)
     for line in summary:
         print(line)
-    print(f"wrote {len(result.files)} files to {display(out)}/")
+    for note in plan.notes:
+        print(f"note: {printable(note)}")
+    removed = f" (removed {len(plan.remove)}: {', '.join(plan.remove)})" if plan.remove else ""
+    print(f"wrote {len(plan.write)} files to {shown}/{removed}")
     return 0
+
+
+def _check(args: argparse.Namespace, out: Path, shown: str, result: BuildResult) -> int:
+    """``build --check``: compare what a build would leave in ``out`` with what is there,
+    then validate the rendered files (in a temporary folder) as a build would."""
+    if pending_journal(out) is not None:
+        raise UsageError(
+            f"--out {shown}: an interrupted build left it half-written; "
+            "run `rulegen build` to complete it"
+        )
+    found = check_output(result, out)
+    if found:
+        raise StaleOutput(found.diff, [f"{kind} {shown}/{name}" for kind, name in found.items()])
+    if not args.no_validate:
+        with tempfile.TemporaryDirectory(prefix="rulegen-check-") as folder:
+            for name, text in result.files.items():
+                path = Path(folder, name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            for line in validate(Path(folder), result, args.jobs, args.test_cache):
+                print(line)
+    print(f"{shown}: up to date ({len(result.files)} files)")
+    return 0
+
+
+def _refuse_out_among_inputs(
+    out: Path, shown: str, named: Sequence[Path], inputs: SpecInputs
+) -> None:
+    """``--out`` may not be an input, hold one, or lie inside a folder of inputs: a build
+    would write among (or over) the files it reads."""
+    target = Path(os.path.realpath(out))
+    for path in named:
+        real = Path(os.path.realpath(path))
+        if real == target:
+            raise UsageError(f"--out {shown}: is an input of the build; choose another --out")
+        if real.is_dir() and target.is_relative_to(real):
+            raise UsageError(
+                f"--out {shown}: lies inside the input folder {display(path)}; choose another --out"
+            )
+    for path in (*named, *inputs.specs, *inputs.user_tests):
+        real = Path(os.path.realpath(path))
+        if real.is_relative_to(target):
+            raise UsageError(
+                f"--out {shown}: holds the input {display(path)}; choose another --out"
+            )
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -148,7 +212,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     catalog = _catalog(args.templates)
     inputs = discover(args.paths or [Path("specs")])
-    findings = lint(inputs.specs, catalog, args.prometheus)
+    findings = lint(inputs.specs, catalog, args.prometheus, timeout=args.timeout)
     sys.stdout.write(FORMATS[args.format](findings))
     return exit_code(findings)
 
@@ -162,7 +226,36 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Parse arguments, run the command, map errors to exit codes."""
+    """Parse arguments, run the command, map errors to exit codes.
+
+    ``--debug`` (anywhere on the line) lets an unexpected exception's traceback through.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    try:
+        return _run([a for a in arguments if a != "--debug"])
+    except KeyboardInterrupt:
+        print("rulegen: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader went away (``rulegen lint | head``): say nothing more on that pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:
+        if debug:
+            raise
+        print(f"rulegen: internal error: {_one_line(exc)} (run with --debug for the traceback)",
+              file=sys.stderr)  # fmt: skip
+        return 4
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or "no message"
+    text = text if len(text) <= 300 else text[:297] + "..."
+    return printable(f"{type(exc).__name__}: {text}")
+
+
+def _run(argv: list[str]) -> int:
     try:
         args = _parser().parse_args(argv)
         commands = {
@@ -174,35 +267,62 @@ def run(argv: Sequence[str] | None = None) -> int:
         }
         command = commands[args.command]
         return command(args)
-    except SpecError as exc:
-        for diagnostic in exc.diagnostics:
-            print(diagnostic.render(), file=sys.stderr)
-        print(f"rulegen: {len(exc.diagnostics)} error(s); nothing written", file=sys.stderr)
-        return 2
-    except UsageError as exc:
-        print(f"rulegen: error: {exc}", file=sys.stderr)
-        return 2
-    except StaleOutput as exc:
-        sys.stdout.write(exc.diff)
-        print(
-            "rulegen: output is stale; run `rulegen build` and commit the result", file=sys.stderr
-        )
-        return 1
-    except ValidationFailed as exc:
-        for message in exc.messages:
-            print(message, file=sys.stderr)
-        print("rulegen: validation failed; nothing written", file=sys.stderr)
-        return 1
-    except ToolNotFoundError as exc:
-        print(f"rulegen: error: {exc}", file=sys.stderr)
-        return 3
+    except RulegenError as exc:
+        return next(_REPORTS[k](exc) for k in type(exc).__mro__ if k in _REPORTS)
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
-        print(f"rulegen: error:{where}: {exc.strerror or exc}; nothing written", file=sys.stderr)
+        message = printable(f"{where}: {exc.strerror or exc}")
+        print(f"rulegen: error:{message}; nothing written", file=sys.stderr)
         return 2
-    except RulegenError as exc:
-        print(f"rulegen: error: {exc}", file=sys.stderr)
-        return 2
+
+
+def _spec_error(exc: Any) -> int:
+    for diagnostic in exc.diagnostics:
+        print(diagnostic.render(), file=sys.stderr)
+    print(f"rulegen: {len(exc.diagnostics)} error(s); nothing written", file=sys.stderr)
+    return 2
+
+
+def _output_conflict(exc: Any) -> int:
+    for message in exc.messages:
+        print(f"rulegen: {printable(message)}", file=sys.stderr)
+    return 2
+
+
+def _stale_output(exc: Any) -> int:
+    sys.stdout.write(exc.diff)
+    for line in exc.files:
+        print(printable(line), file=sys.stderr)
+    print("rulegen: output is stale; run `rulegen build` and commit the result", file=sys.stderr)
+    return 1
+
+
+def _validation_failed(exc: Any) -> int:
+    for message in exc.messages:
+        print(printable(message), file=sys.stderr)
+    print("rulegen: validation failed; nothing written", file=sys.stderr)
+    return 1
+
+
+def _plain(code: int) -> Callable[[Any], int]:
+    def report(exc: Any) -> int:
+        for line in str(exc).splitlines() or [""]:
+            print(f"rulegen: error: {printable(line)}", file=sys.stderr)
+        return code
+
+    return report
+
+
+# Each error class's report and exit code; the most specific class that is listed wins.
+_REPORTS: dict[type[RulegenError], Callable[[Any], int]] = {
+    SpecError: _spec_error,
+    OutputConflict: _output_conflict,
+    StaleOutput: _stale_output,
+    ValidationFailed: _validation_failed,
+    ToolNotFoundError: _plain(3),
+    UsageError: _plain(2),
+    RulegenError: _plain(2),
+}
 
 
 def main() -> None:

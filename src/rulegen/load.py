@@ -8,7 +8,6 @@ after the per-file work, in file order.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,34 +19,61 @@ from rulegen.errors import Diagnostic, SpecError, UsageError
 from rulegen.fanout import fan_out
 from rulegen.resolve import ResolvedSpec, resolve_spec
 from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
-from rulegen.spec.loader import LoadedDocument, LoadError, Positions, load_file
+from rulegen.routing.secrets import url_credentials
+from rulegen.spec.loader import (
+    LoadedDocument,
+    LoadError,
+    Positions,
+    display,
+    load_file,
+    load_text,
+    read_source,
+)
 from rulegen.spec.locate import pydantic_diagnostics
 from rulegen.spec.models import spec_model
+
+__all__ = [
+    "Combined", "Loaded", "LoadedFile", "SpecInputs", "combine", "discover", "display",
+    "load_inputs", "load_one", "load_specs", "read_user_test",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class SpecInputs:
-    """The spec files of a build and the user test files found next to them."""
+    """The spec files of a build, the user test files found next to them, and what was
+    skipped on the way (``warnings``, one line each, for the CLI to print)."""
 
     specs: tuple[Path, ...]
     user_tests: tuple[Path, ...]
+    warnings: tuple[str, ...] = ()
 
 
-def display(path: Path) -> str:
-    """A stable, relative name for a path (the header and diagnostics use it)."""
-    relative = os.path.relpath(path.resolve(), Path.cwd().resolve())
-    return Path(relative).as_posix() if not relative.startswith("..") else path.as_posix()
+def _broken_link(path: Path) -> bool:
+    """A symbolic link whose target is missing, or that loops back to itself."""
+    return path.is_symlink() and not path.exists()
+
+
+_BROKEN = "broken symbolic link (its target is missing or it loops)"
 
 
 def discover(paths: Sequence[Path]) -> SpecInputs:
-    """Spec files named directly, or every ``*.yaml``/``*.yml`` directly inside a folder."""
+    """Spec files named directly, or every ``*.yaml``/``*.yml`` directly inside a folder.
+
+    A broken symbolic link named on the command line is a usage error; one inside a folder is
+    skipped with a warning (never silently: it may be the spec someone meant to build).
+    """
     specs: list[Path] = []
     user_tests: list[Path] = []
+    warnings: list[str] = []
     for path in paths:
+        if _broken_link(path):
+            raise UsageError(f"{display(path)}: {_BROKEN}")
         if path.is_dir():
-            found = sorted(
-                p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml")
+            candidates = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+            warnings.extend(
+                f"{display(p)}: skipped: {_BROKEN}" for p in candidates if _broken_link(p)
             )
+            found = [p for p in candidates if p.is_file()]
             if not found:
                 raise UsageError(
                     f"{display(path)}: no spec files (*.yaml, *.yml) in this directory"
@@ -62,7 +88,25 @@ def discover(paths: Sequence[Path]) -> SpecInputs:
             specs.append(path)
         else:
             raise UsageError(f"{display(path)}: no such file or directory")
-    return SpecInputs(tuple(dict.fromkeys(specs)), tuple(user_tests))
+    return SpecInputs(tuple(dict.fromkeys(specs)), tuple(user_tests), tuple(warnings))
+
+
+def read_user_test(path: Path) -> str:
+    """A user's promtool test file, checked like a spec (size, UTF-8, depth, tags, aliases,
+    a mapping at the top) and returned as written; raises ``SpecError``.
+
+    Why: rulegen copies it into ``rules/tests/`` and the test cache parses it; a file that
+    would break either is reported here, at its position, before anything is written.
+    """
+    shown = display(path)
+    try:
+        text = read_source(path, shown)
+        doc = load_text(text, shown)
+    except LoadError as exc:
+        raise SpecError([exc.diagnostic]) from None
+    if not isinstance(doc.data, dict):
+        raise SpecError([doc.positions.diag((), "a promtool test file must be a YAML mapping")])
+    return text
 
 
 @dataclass
@@ -110,6 +154,9 @@ def load_one(catalog: Catalog, path: Path) -> LoadedFile:
         return LoadedFile([doc.positions.diag((), "a spec must be a YAML mapping")])
     if is_routing_file(doc.data):
         return LoadedFile(routing=doc)
+    leaks = url_credentials(doc.data, doc.positions)
+    if leaks:  # a runbook URL with a password would be copied into every alert
+        return LoadedFile(leaks)
     try:
         spec = spec_model(catalog).model_validate(doc.data)
     except ValidationError as exc:

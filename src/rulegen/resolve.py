@@ -15,7 +15,7 @@ from typing import Any
 from rulegen import promql, units
 from rulegen.catalog import Catalog, SignalDef
 from rulegen.diagnosis.model import Host, ResolvedDiagnosis
-from rulegen.diagnosis.resolve import resolve_diagnoses
+from rulegen.diagnosis.resolve import RESERVED_HOST_LABELS, resolve_diagnoses
 from rulegen.errors import Diagnostic
 from rulegen.fields import Collector, duration
 from rulegen.fields import labels as label_set
@@ -34,6 +34,8 @@ MAX_WINDOW = Decimal(86400)
 MAX_EVALUATIONS = 20_000
 MAX_DURATION_THRESHOLD = Decimal(365 * 86400)
 MAX_THRESHOLD = Decimal(10) ** 15
+# ``{labels.__name__}``: Prometheus drops every ``__`` label from an alert's labels.
+_INTERNAL_LABEL = re.compile(r"\{labels\.__[A-Za-z0-9_]*\}")
 _VALUE_ACTION = {
     "duration": "{{ $value | humanizeDuration }}",
     "percent": "{{ $value | humanizePercentage }}",
@@ -103,6 +105,8 @@ def resolve_spec(
     if not spec.alerts and not spec.slos and not spec.diagnoses:
         col.error((), "a spec needs at least one entry in alerts, slos or diagnoses")
     _kubernetes_labels(col, spec.targets.operator.labels)
+    _mimir_namespace(col, spec.targets.mimir.namespace)
+    host_ok = _host_label(col, spec, catalog)
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
     alerts = _alerts(col, spec, spec_labels, intervals, selectors, catalog)
     slos: tuple[ResolvedSLO, ...] = ()
@@ -110,9 +114,10 @@ def resolve_spec(
     if evaluation is not None and scrape is not None:
         slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
         signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
-        diagnoses = resolve_diagnoses(
-            col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
-        )
+        if host_ok:
+            diagnoses = resolve_diagnoses(
+                col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
+            )
     if col.diagnostics or evaluation is None or scrape is None:
         return None, col.diagnostics
     explained = {name for d in diagnoses for name in d.explains}
@@ -175,6 +180,75 @@ def _kubernetes_labels(col: Collector, labels: Mapping[str, str]) -> None:
                             "[A-Za-z0-9_.-], starting and ending alphanumeric)")  # fmt: skip
 
 
+# A file name is at most 255 bytes on the usual file systems; ``.yaml`` takes five.
+MAX_MIMIR_NAMESPACE = 250
+
+
+def _mimir_namespace(col: Collector, namespace: str | None) -> None:
+    """The Mimir namespace names the file ``mimir/<namespace>.yaml``: it must be one plain name.
+
+    Why: ``.`` and ``..`` would write ``..yaml`` and ``...yaml``, hidden files that
+    ``mimirtool rules load mimir/*.yaml`` never loads (so do other names starting with ``.``);
+    a name past the file system's limit fails the write. The spec's pattern already keeps
+    ``/``, controls and the empty name out.
+    """
+    if namespace is None:
+        return
+    path: PathKey = ("targets", "mimir", "namespace")
+    where = f"it names the output file mimir/{namespace}.yaml"
+    if namespace.startswith("."):
+        col.error(path, f"must not start with '.' (got {namespace!r}): {where}, a hidden file")
+    elif len(namespace) > MAX_MIMIR_NAMESPACE:
+        col.error(
+            path,
+            f"must be at most {MAX_MIMIR_NAMESPACE} characters (got {len(namespace)}): it names "
+            "the output file mimir/<namespace>.yaml",
+        )
+
+
+def _host_label(col: Collector, spec: Any, catalog: Catalog) -> bool:
+    """``host_label`` must be a label every series of one host shares, and nothing else.
+
+    Why: it is kept through the catalog signals' aggregations and set on every series of
+    their generated tests, so a label those series already carry (``le``, ``grpc_method``,
+    ``device``…) would be overwritten, and a label starting with ``__`` never reaches a result.
+    """
+    label = spec.host_label
+    if label is None:
+        return True
+    if label.startswith("__"):
+        col.error(
+            ("host_label",),
+            f"{label!r} cannot be the host label: labels starting with __ are reserved for "
+            "Prometheus' internal use",
+        )
+        return False
+    taken = set(RESERVED_HOST_LABELS)
+    for alert in spec.alerts or ():
+        if alert.signal != "custom":
+            taken.update(_recipe_labels(catalog.signals[alert.signal]))
+    if label in taken:
+        col.error(
+            ("host_label",),
+            f"{label!r} cannot be the host label: rulegen sets it or it differs between the "
+            "series of one host",
+        )
+        return False
+    return True
+
+
+def _recipe_labels(signal: SignalDef) -> set[str]:
+    """Every label the series of a signal's generated tests carry (or its histogram's ``le``)."""
+    test = signal.test
+    names = {*test.labels, *test.vary_alt, *(test.keep or ()), *test.add, *test.drop}
+    scenarios = [test.series, *(n.series for n in test.neutral)]
+    names.update(k for n in test.neutral for k in n.labels)
+    names.update(k for series in scenarios for s in series for k in s.labels)
+    if test.histogram is not None:
+        names.add("le")
+    return names
+
+
 @dataclass
 class _AlertContext:
     col: Collector
@@ -218,6 +292,15 @@ def _annotations(
     out = []
     for key, default in zip(("summary", "description"), defaults, strict=True):
         text = getattr(alert, key)
+        internal = _INTERNAL_LABEL.search(text) if text else None
+        if internal is not None:
+            ctx.col.error(
+                (*ctx.path, key),
+                f"placeholder {internal.group()} names a label no alert carries: labels "
+                "starting with __ are reserved for Prometheus' internal use",
+            )
+            out.append((key, default))
+            continue
         try:
             out.append((key, user_text(text, values, action) if text else default))
         except ValueError as exc:

@@ -75,9 +75,11 @@ def build_tests(spec: ResolvedSpec) -> tuple[TestCase, ...]:
             cases.append(
                 alert_test(alert, spec.evaluation_interval, spec.scrape_interval, spec.host_label)
             )
-        except SynthError as exc:
+        except (SynthError, TemplateFailure) as exc:
+            # a recipe can fail only with the spec's own values (a team's signal file)
             origin = alert.origin
-            path = f"{origin.path}.{exc.field}" if exc.field else origin.path
+            field = exc.field if isinstance(exc, SynthError) else ""
+            path = f"{origin.path}.{field}" if field else origin.path
             message = f"cannot generate a test for {alert.name}: {exc}"
             failures.append(Diagnostic(origin.file, origin.line, origin.col, path, message))
     if failures:
@@ -99,9 +101,12 @@ def alert_test(
     steps = int((timing.check + 2 * evaluation) / scrape) + 1
     series = tuple(s for sc in scenarios for s in _series(alert, sc, plan, scrape, steps))
     fire = scenarios[0]
-    labels = _expected_labels(alert, signal, fire, host_label)
+    series_labels = _result_labels(alert, signal, fire, host_label)
+    labels = _expected_labels(alert, series_labels)
+    # ``$labels`` in an annotation is the labels of the expression's series, not the alert's
+    # own labels: a spec label the series do not carry expands to nothing in Prometheus.
     annotations = tuple(
-        (k, gotemplate.expand(v, labels, float(plan.fire))) for k, v in alert.annotations
+        (k, gotemplate.expand(v, series_labels, float(plan.fire))) for k, v in alert.annotations
     )
     expected = ExpectedAlert(tuple(sorted(labels.items())), annotations)
     checks, exprs = _checks(alert, timing, evaluation, expected, scenarios)
@@ -505,9 +510,10 @@ def _host_of(instance: str) -> str:
     return found.group(1) if found else ""
 
 
-def _expected_labels(
+def _result_labels(
     alert: ResolvedAlert, signal: SignalDef, fire: _Scenario, host_label: str | None
 ) -> dict[str, str]:
+    """The labels of the series the alert's expression returns for the firing scenario."""
     keep = signal.test.keep
     if keep is not None and host_label and "host_by" in signal.expr:
         keep = [*keep, host_label]
@@ -521,9 +527,17 @@ def _expected_labels(
         host = _host_of(series_labels.get("instance", ""))
         if host:
             series_labels[alert.host.label] = host
-    for name, value in alert.labels:
-        series_labels[name] = gotemplate.expand(value, series_labels, math.nan)
+    if alert.record is not None:
+        series_labels["service"] = dict(alert.labels)["service"]  # the recording's own label
     return series_labels
+
+
+def _expected_labels(alert: ResolvedAlert, series_labels: dict[str, str]) -> dict[str, str]:
+    """The alert's labels: its series' labels, then its own (templates see the series')."""
+    out = dict(series_labels)
+    for name, value in alert.labels:
+        out[name] = gotemplate.expand(value, series_labels, math.nan)
+    return out
 
 
 def _checks(

@@ -1,7 +1,9 @@
 """Jinja2 for the catalog's PromQL templates and annotation text, and Go-template escaping.
 
 Why: templates are data a team may write, so they run in a sandbox with StrictUndefined (a
-typo is an error, not an empty string). Everything a user writes that ends up inside a
+typo is an error, not an empty string) and a budget of loops, text and numbers
+(``rulegen.sandbox``: a template that would hang or exhaust memory stops with a
+``TemplateLimit``). Everything a user writes that ends up inside a
 Prometheus annotation or label is escaped so Prometheus never runs a Go template the user
 did not write.
 """
@@ -15,13 +17,21 @@ from functools import lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, Template, TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rulegen import promql, units
+from rulegen.sandbox import (
+    GuardedEnvironment,
+    TemplateFailure,
+    TemplateLimit,
+    check_source,
+    render_capped,
+    run,
+)
 
-
-class TemplateFailure(ValueError):
-    """A catalog template failed to render; the message names the problem."""
+__all__ = [
+    "PROMQL_ENV", "TEXT_ENV", "TemplateFailure", "TemplateLimit", "evaluate", "go_escape",
+    "quantile_name", "render_promql", "render_text", "user_text",
+]  # fmt: skip
 
 
 def _literal(value: object) -> str:
@@ -45,8 +55,8 @@ def quantile_name(value: object) -> str:
     return "p" + (digits + "0" if len(digits) == 1 else digits)
 
 
-def _environment(**delimiters: str) -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
+def _environment(**delimiters: str) -> GuardedEnvironment:
+    env = GuardedEnvironment(
         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False, **delimiters
     )
     env.filters["literal"] = _literal
@@ -55,6 +65,7 @@ def _environment(**delimiters: str) -> ImmutableSandboxedEnvironment:
     env.filters["promql_string"] = promql.quote
     env.filters["regex_example"] = lambda pattern: promql.regex_example(pattern) or ""
     env.filters["matches"] = lambda value, pattern: promql.full_match(pattern, value)
+    env.guard_filters()
     return env
 
 
@@ -84,23 +95,31 @@ def _expression(source: str) -> Callable[..., Any]:
     return PROMQL_ENV.compile_expression(source)
 
 
-def render_promql(template: str, context: Mapping[str, Any]) -> str:
-    """Render a catalog PromQL template; trailing spaces and blank edges removed."""
+def _render(compile_: Callable[[str], Template], source: str, context: Mapping[str, Any]) -> str:
+    """Compile (cached) and render within the sandbox's budget; every failure, a Python one
+    inside the template included (``1 / 0``), is a ``TemplateFailure``."""
     try:
-        text = _promql_template(template).render(**context)
+        check_source(source)
+        text: str = run(lambda: render_capped(compile_(source), context))
+    except TemplateFailure:
+        raise
     except TemplateError as exc:
         raise TemplateFailure(f"template error: {exc}") from None
+    except Exception as exc:  # any error inside a user's template is theirs to fix
+        raise TemplateFailure(f"template error: {type(exc).__name__}: {exc}") from None
+    return text
+
+
+def render_promql(template: str, context: Mapping[str, Any]) -> str:
+    """Render a catalog PromQL template; trailing spaces and blank edges removed."""
+    text = _render(_promql_template, template, context)
     lines = [line.rstrip() for line in text.strip().splitlines()]
     return "\n".join(line for line in lines if line)
 
 
 def render_text(template: str, context: Mapping[str, Any]) -> str:
     """Render a catalog annotation template (``[[ ]]`` delimiters; Go ``{{ }}`` passes through)."""
-    try:
-        text = _text_template(template).render(**context)
-    except TemplateError as exc:
-        raise TemplateFailure(f"template error: {exc}") from None
-    return " ".join(text.split())
+    return " ".join(_render(_text_template, template, context).split())
 
 
 _DECIMAL_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d+|\d+e-?\d+)(?![\w.])")
@@ -120,9 +139,13 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
 
     rewritten = _DECIMAL_LITERAL.sub(name, expression)
     try:
-        return _expression(rewritten)(**context, **literals)
-    except (TemplateError, TypeError, ArithmeticError) as exc:
-        raise TemplateFailure(f"cannot evaluate {expression!r}: {exc}") from None
+        check_source(expression)
+        return run(lambda: _expression(rewritten)(**context, **literals))
+    except TemplateFailure:
+        raise
+    except Exception as exc:  # any error inside a user's recipe is theirs to fix
+        shown = expression if len(expression) <= 80 else expression[:77] + "..."
+        raise TemplateFailure(f"cannot evaluate {shown!r}: {exc}") from None
 
 
 def go_escape(text: str, *, before_action: bool = False) -> str:

@@ -23,12 +23,13 @@ from typing import Any, TextIO
 from rulegen import gotemplate, promql, units
 from rulegen.backtest import plot
 from rulegen.backtest.query import (
+    MAX_POINTS,
+    TIMEOUT,
     Client,
     Progress,
-    QueryRejected,
     Samples,
-    chunks,
     grid,
+    grid_size,
     selectors,
 )
 from rulegen.backtest.replay import (
@@ -45,8 +46,14 @@ from rulegen.build import build
 from rulegen.catalog import Catalog
 from rulegen.errors import UsageError
 from rulegen.load import discover, display
+from rulegen.promapi import MAX_BYTES, QueryRejected, timeout_arg
 
 TIME_HELP = "RFC3339 (2026-01-01T00:00:00Z) or Unix seconds"
+LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
+TIME_RANGE = "between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
+MAX_EVALUATIONS = 10_000_000
+"""The most evaluation points one run may ask for, across all chosen alerts and queries
+(roughly 1,000 range queries of 11,000 points); more is refused before any query."""
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
@@ -74,6 +81,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--progress", action="store_true", help="progress bar even if not a TTY")
+    p.add_argument("--timeout", type=timeout_arg, default=TIMEOUT, metavar="SECONDS",
+                   help=f"deadline of each request, whole answer included (default: {TIMEOUT:g}); "
+                   f"answers are capped at {MAX_BYTES // 2**20} MiB and a run at "
+                   f"{MAX_EVALUATIONS:,} evaluation points")  # fmt: skip
     p.add_argument("--templates", type=Path, action="append", default=None,
                    help="extra signal definitions folder (default: templates/)")  # fmt: skip
     return p
@@ -83,9 +94,20 @@ def query_times(target: Target, span: tuple[int, int], step_ms: int | None = Non
     """The evaluation times: from ``max(for, keep_firing_for)`` plus one step before the span
     (so an alert already pending or firing at ``span[0]`` is in the right state there) to
     its end, on multiples of the step."""
+    return grid(*_grid_bounds(target, span, step_ms))
+
+
+def query_points(target: Target, span: tuple[int, int], step_ms: int | None = None) -> int:
+    """``len(query_times(...))``, without building the list."""
+    return grid_size(*_grid_bounds(target, span, step_ms))
+
+
+def _grid_bounds(
+    target: Target, span: tuple[int, int], step_ms: int | None
+) -> tuple[int, int, int]:
     step = step_ms or target.step_ms
     lead = max(target.for_ms, target.keep_firing_for_ms) + step
-    return grid((span[0] - lead) // step * step, span[1], step)
+    return (span[0] - lead) // step * step, span[1], step
 
 
 def alert_labels(series: Labels, rule_labels: Iterable[tuple[str, str]], value: float) -> Labels:
@@ -231,20 +253,25 @@ class ProgressBar:
 
 
 def parse_time(text: str, flag: str) -> int:
-    """RFC3339 (with a zone) or Unix seconds → Unix ms; ``UsageError`` otherwise."""
+    """RFC3339 (with a zone) or Unix seconds → Unix ms, from 1970 to the end of year 9999;
+    ``UsageError`` otherwise."""
+    seconds: Decimal | None
     try:
         seconds = Decimal(text.strip())
-        if seconds.is_finite() and seconds >= 0:
-            return int(seconds * 1000)
     except InvalidOperation:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise UsageError(f"{flag} {text!r}: not a time; use {TIME_HELP}")
-    return int(Decimal(str(moment.timestamp())) * 1000)
+        seconds = None
+    if seconds is None or not seconds.is_finite():
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            moment = None
+        if moment is None or moment.tzinfo is None:
+            raise UsageError(f"{flag} {text!r}: not a time; use {TIME_HELP}")
+        seconds = Decimal(str(moment.timestamp()))
+    # compared before any conversion: int(Decimal("1e999999")) would take forever
+    if not 0 <= seconds <= LAST_SECOND:
+        raise UsageError(f"{flag} {text!r}: not a time {TIME_RANGE}")
+    return int(seconds * 1000)
 
 
 def _options(args: argparse.Namespace) -> tuple[tuple[int, int], int | None, float | None]:
@@ -284,16 +311,14 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     chosen = targets(result, args.alert or ())
     if not chosen:
         raise UsageError("no alerts in the specs")
-    client = Client(args.prometheus)
-    try:
-        client.check()
-        bar = _progress_bar(args, chosen, span, step, per_week)
-        recorded = recordings(result)
-        reports = _replay_all(
-            client, chosen, span, step, recorded, folder is not None, per_week, bar
-        )
-    finally:
-        client.close()
+    queries = 2 if (folder is not None or per_week is not None) else 1
+    points = [query_points(t, span, step) for t in chosen]
+    _check_points(queries * sum(points), len(chosen), queries, span, args.step)
+    client = Client(args.prometheus, timeout=args.timeout)
+    client.check()
+    bar = _progress_bar(args, points, queries)
+    recorded = recordings(result)
+    reports = _replay_all(client, chosen, span, step, recorded, folder is not None, per_week, bar)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         write_plots(reports, folder)
@@ -304,17 +329,29 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     return 0
 
 
+def _check_points(
+    total: int, alerts: int, queries: int, span: tuple[int, int], step: str | None
+) -> None:
+    """Refuse, before any query, a run of more than ``MAX_EVALUATIONS`` points."""
+    if total <= MAX_EVALUATIONS:
+        return
+    every = f"every {step}" if step is not None else "at each group's interval"
+    each = "1 query" if queries == 1 else f"{queries} queries"
+    raise UsageError(
+        f"this backtest needs {total:,} evaluation points ({alerts} alert(s), {each} each, "
+        f"{every} from {rfc3339(span[0])} to {rfc3339(span[1])}), more than the "
+        f"{MAX_EVALUATIONS:,} one run may evaluate: use a larger --step, a shorter range "
+        "(--from/--to) or fewer alerts (--alert NAME)"
+    )
+
+
 def _progress_bar(
-    args: argparse.Namespace,
-    chosen: Sequence[Target],
-    span: tuple[int, int],
-    step: int | None,
-    per_week: float | None,
+    args: argparse.Namespace, points: Sequence[int], queries: int
 ) -> ProgressBar | None:
+    """A bar counting range queries: ``queries`` per alert of ``points`` points each."""
     if not (args.progress or sys.stderr.isatty()):
         return None
-    queries = 2 if (args.plot is not None or per_week is not None) else 1
-    total = sum(queries * len(chunks(query_times(t, span, step))) for t in chosen)
+    total = sum(queries * -(-n // MAX_POINTS) for n in points)
     return ProgressBar(total, sys.stderr)
 
 

@@ -85,4 +85,19 @@ def write_png(
     locator = dates.AutoDateLocator()  # type: ignore[no-untyped-call]
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(dates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
-    figure.savefig(path, dpi=DPI, format="png")
+    temporary = path.with_name(f".{path.name}.rulegen-tmp")
+    figure.savefig(temporary, dpi=DPI, format="png", metadata={"Software": SOFTWARE})
+    temporary.replace(path)
+
+
+# The PNG ``Software`` text of every plot: how a later run knows the file is its own.
+SOFTWARE = "rulegen backtest"
+
+
+def written_by_rulegen(path: Path) -> bool:
+    """Whether ``path`` is a regular file holding a plot rulegen wrote (its PNG text says so)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    with path.open("rb") as stream:
+        head = stream.read(4096)
+    return head.startswith(b"\x89PNG") and b"tEXtSoftware\x00" + SOFTWARE.encode() in head

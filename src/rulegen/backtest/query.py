@@ -1,24 +1,18 @@
 """Range queries against a Prometheus HTTP API, split into chunks the server accepts.
 
 Why: Prometheus refuses a range query of more than 11,000 points per series, so a month at
-15 s (172,800 points) is many queries; every failure the user can cause (a wrong URL, a
-server that is down, a query the server rejects) becomes one ``UsageError`` line, never a
-traceback. ``requests`` is imported lazily: only the backtest needs it.
+15 s (172,800 points) is many queries. The HTTP exchange itself (deadline, size cap, shape
+checks, one-line errors) is ``rulegen.promapi``'s, shared with ``lint --prometheus``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
 
 from rulegen import promql
 from rulegen.backtest.replay import Labels
-from rulegen.errors import ToolNotFoundError, UsageError
-
-if TYPE_CHECKING:
-    import requests
+from rulegen.promapi import PrometheusAPI
 
 MAX_POINTS = 11_000  # the query API's limit of points per series
 Samples = dict[Labels, dict[int, float]]
@@ -38,6 +32,12 @@ def grid(start_ms: int, end_ms: int, step_ms: int) -> list[int]:
     return list(range(first, end_ms + 1, step_ms))
 
 
+def grid_size(start_ms: int, end_ms: int, step_ms: int) -> int:
+    """``len(grid(start_ms, end_ms, step_ms))``, without building the list."""
+    first = -(-start_ms // step_ms) * step_ms
+    return 0 if first > end_ms else (end_ms - first) // step_ms + 1
+
+
 def chunks(times: Sequence[int], max_points: int = MAX_POINTS) -> list[tuple[int, int]]:
     """``(start, end)`` of consecutive range queries of at most ``max_points`` steps each."""
     return [
@@ -55,68 +55,22 @@ def _seconds(ms: int) -> str:
     return str(Decimal(ms) / 1000)
 
 
-def _requests() -> Any:
-    try:
-        import requests
-    except ImportError:
-        raise ToolNotFoundError(
-            "rulegen backtest needs the Python package requests: pip install requests"
-        ) from None
-    return requests
-
-
-class QueryRejected(UsageError):
-    """The server answered, and refused the query (bad PromQL, too many points, ...)."""
+TIMEOUT = 120.0
+"""The default deadline of each request (``--timeout``), in seconds."""
+ASK_LESS = "a shorter range (--from/--to), a larger --step or fewer alerts (--alert NAME)"
 
 
 class Client:
     """One Prometheus (or compatible) query API; every error is a one-line ``UsageError``."""
 
-    def __init__(self, url: str, timeout: float = 120.0, max_points: int = MAX_POINTS) -> None:
-        self.url = url.rstrip("/")
-        self.timeout = timeout
+    def __init__(self, url: str, timeout: float = TIMEOUT, max_points: int = MAX_POINTS) -> None:
+        self.api = PrometheusAPI(url, timeout=timeout, ask_less=ASK_LESS)
+        self.url = self.api.url
         self.max_points = max_points
-        self._requests = _requests()
-        self._session: requests.Session = self._requests.Session()
-
-    def close(self) -> None:
-        """Close the HTTP session."""
-        self._session.close()
-
-    def _get(self, path: str, params: Mapping[str, str | list[str]]) -> Any:
-        """GET ``/api/v1/<path>`` and return ``data``, or raise ``UsageError``."""
-        exceptions = self._requests.exceptions
-        try:
-            response = self._session.get(
-                f"{self.url}/api/v1/{path}", params=params, timeout=self.timeout
-            )
-        except (exceptions.MissingSchema, exceptions.InvalidSchema, exceptions.InvalidURL):
-            raise UsageError(
-                f"--prometheus {self.url}: not a URL (expected http://host:9090)"
-            ) from None
-        except exceptions.Timeout:
-            raise UsageError(
-                f"Prometheus at {self.url} did not answer within {self.timeout:g}s"
-            ) from None
-        except exceptions.RequestException as exc:
-            raise UsageError(f"cannot reach Prometheus at {self.url}: {_reason(exc)}") from None
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict) or "status" not in body:
-            raise UsageError(
-                f"{self.url} is not a Prometheus query API "
-                f"(HTTP {response.status_code} from /api/v1/{path})"
-            )
-        if body["status"] != "success":
-            error = " ".join(str(body.get("error", "unknown error")).split())
-            raise QueryRejected(f"Prometheus at {self.url} rejected the query: {error}")
-        return body.get("data")
 
     def check(self) -> None:
         """Fail early, with one line, when the server is not there."""
-        self._get("query", {"query": "vector(1)"})
+        self.api.query("vector(1)")
 
     def range_query(
         self, expr: str, times: Sequence[int], progress: Progress | None = None
@@ -127,47 +81,16 @@ class Client:
             return out
         step = times[1] - times[0] if len(times) > 1 else 1000
         for start, end in chunks(times, self.max_points):
-            data = self._get(
-                "query_range",
-                {
-                    "query": expr,
-                    "start": _seconds(start),
-                    "end": _seconds(end),
-                    "step": _seconds(step),
-                },
-            )
-            for series in _matrix(data):
-                labels = tuple(sorted((str(k), str(v)) for k, v in series["metric"].items()))
+            found = self.api.query_range(expr, _seconds(start), _seconds(end), _seconds(step))
+            for series in found:
+                labels: Labels = tuple(sorted(series.metric.items()))
                 target = out.setdefault(labels, {})
-                for stamp, value in series.get("values", ()):
-                    target[round(float(stamp) * 1000)] = float(value)
+                for stamp, value in series.values:
+                    target[round(stamp * 1000)] = value
             if progress is not None:
                 progress(1)
         return out
 
     def has_series(self, selector: str, start_ms: int, end_ms: int) -> bool:
         """Whether any series matching ``selector`` has samples between the two times."""
-        data = self._get(
-            "series",
-            {"match[]": [selector], "start": _seconds(start_ms), "end": _seconds(end_ms)},
-        )
-        return bool(data)
-
-
-def _matrix(data: Any) -> Iterable[dict[str, Any]]:
-    if not isinstance(data, dict) or data.get("resultType") != "matrix":
-        kind = data.get("resultType") if isinstance(data, dict) else None
-        raise UsageError(f"expected a range vector from query_range, got {kind}")
-    result = data.get("result") or []
-    return [s for s in result if isinstance(s, dict)]
-
-
-def _reason(exc: Exception) -> str:
-    """The short cause of a connection error (``Connection refused``), not urllib3's essay."""
-    text = str(exc)
-    errno = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", text)
-    if errno:
-        return errno.group(1).strip().rstrip(".")
-    if "Name or service not known" in text or "nodename nor servname" in text:
-        return "unknown host"
-    return type(exc).__name__
+        return bool(self.api.series(selector, _seconds(start_ms), _seconds(end_ms)))

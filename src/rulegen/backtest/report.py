@@ -5,6 +5,7 @@ Why: CI and notebooks read the JSON, people read the table; both come from the s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -15,6 +16,7 @@ from rulegen import units
 from rulegen.backtest import plot
 from rulegen.backtest.replay import Labels, Summary
 from rulegen.backtest.targets import Report
+from rulegen.errors import UsageError
 
 # --- output ----------------------------------------------------------------------------------
 
@@ -147,12 +149,23 @@ def write_plots(reports: Sequence[Report], folder: Path) -> list[Path]:
     one group (an SLO's tiers)."""
     names = [r.target.alert for r in reports]
     rules = [(r.target.group, r.target.alert) for r in reports]
-    written = []
+    stems = []
     for index, report in enumerate(reports):
         t = report.target
         stem = t.alert if names.count(t.alert) == 1 else f"{t.group}.{t.alert}"
         if rules.count((t.group, t.alert)) > 1:
             stem += f".{rules[: index + 1].count((t.group, t.alert))}"
+        stems.append(stem)
+    for stem in stems:
+        path = folder / f"{stem}.png"
+        if os.path.lexists(path) and not plot.written_by_rulegen(path):
+            raise UsageError(
+                f"--plot {folder}: {path.name} was not written by rulegen; refusing to "
+                "overwrite (move it or choose another --plot folder)"
+            )
+    written = []
+    for stem, report in zip(stems, reports, strict=True):
+        t = report.target
         start, end = report.span
         shown = [x for x in report.times if start <= x <= end]
         firing = [

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rulegen.catalog.definition import SignalDef
+from rulegen.catalog.trial import trial
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.spec.loader import LoadError, load_file, load_text
 from rulegen.spec.locate import pydantic_diagnostics
@@ -81,6 +82,11 @@ def _add(
     except ValidationError as exc:
         diagnostics.extend(pydantic_diagnostics(exc, doc.positions, doc.data))
         return
+    if path is not None:  # a team's own signal: its templates must finish (built-ins do)
+        runaway = trial(signal, doc.positions)
+        if runaway:
+            diagnostics.extend(runaway)
+            return
     if signal.signal in signals or signal.signal == "custom":
         where = signals[signal.signal].source if signal.signal in signals else "built-in"
         diagnostics.append(

@@ -44,15 +44,12 @@ def resolve_diagnoses(
     intervals: tuple[Decimal, Decimal],
     catalog: Catalog,
 ) -> tuple[ResolvedDiagnosis, ...]:
-    """Every diagnosis of a spec; ``alert_signals`` maps the spec's alert names to signals."""
+    """Every diagnosis of a spec; ``alert_signals`` maps the spec's alert names to signals.
+
+    The spec's ``host_label`` is checked before (``rulegen.resolve``, against
+    ``RESERVED_HOST_LABELS`` and the labels of its alerts' series).
+    """
     if not spec.diagnoses:
-        return ()
-    if spec.host_label is not None and spec.host_label in RESERVED_HOST_LABELS:
-        col.error(
-            ("host_label",),
-            f"{spec.host_label!r} cannot be the host label: rulegen sets it or it differs "
-            "between the series of one host",
-        )
         return ()
     evaluation, scrape = intervals
     if evaluation % scrape:

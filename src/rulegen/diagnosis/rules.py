@@ -58,7 +58,8 @@ def diagnosis_group(
                 diagnosis.name,
                 alert_expr(diagnosis, names),
                 units.format_duration(diagnosis.for_seconds) if diagnosis.for_seconds else "",
-                diagnosis.labels,
+                # Prometheus expands label values as Go templates: a spec's ``{{`` stays text.
+                tuple((name, go_escape(value)) for name, value in diagnosis.labels),
                 diagnosis_annotations(diagnosis, names),
                 diagnosis.origin,
             )

@@ -8,15 +8,22 @@ from pathlib import Path
 from rulegen.catalog import Catalog
 from rulegen.lint.checks import LintTarget, lint_offline
 from rulegen.lint.findings import Finding
-from rulegen.lint.online import lint_online
+from rulegen.lint.online import TIMEOUT, lint_online
 from rulegen.load import display, load_inputs
 from rulegen.spec.loader import load_file
 
 __all__ = ["Finding", "lint"]
 
 
-def lint(files: Sequence[Path], catalog: Catalog, prometheus: str | None = None) -> list[Finding]:
-    """Every finding on the spec files (``SpecError`` if a spec does not even build)."""
+def lint(
+    files: Sequence[Path],
+    catalog: Catalog,
+    prometheus: str | None = None,
+    *,
+    timeout: float = TIMEOUT,
+) -> list[Finding]:
+    """Every finding on the spec files (``SpecError`` if a spec does not even build); with
+    ``prometheus``, the online checks too (each request ends within ``timeout`` seconds)."""
     loaded = load_inputs(files, catalog)
     positions = {}
     for path in files:
@@ -25,5 +32,5 @@ def lint(files: Sequence[Path], catalog: Catalog, prometheus: str | None = None)
     targets = [LintTarget(spec, positions[spec.source]) for spec in loaded.specs]
     findings = lint_offline(targets)
     if prometheus:
-        findings += lint_online(targets, prometheus)
+        findings += lint_online(targets, prometheus, timeout)
     return sorted(findings)

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from rulegen.errors import printable
+
 Severity = Literal["error", "warning", "info"]
 _GITHUB = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -29,9 +31,14 @@ class Finding:
 
 
 def text(findings: Sequence[Finding]) -> str:
-    """One line per finding, ``FILE:LINE:COL: [id] severity: message``."""
+    """One line per finding, ``FILE:LINE:COL: [id] severity: message``.
+
+    Control characters in the file name and the message are escaped (``\\n``, ``\\x1b``):
+    one finding is always one line, and a spec file's name cannot drive the terminal.
+    """
     return "".join(
-        f"{f.file}:{f.line}:{f.column}: [{f.id}] {f.severity}: {f.message}\n"
+        f"{printable(f.file)}:{f.line}:{f.column}: [{printable(f.id)}] {f.severity}: "
+        f"{printable(f.message)}\n"
         for f in sorted(findings)
     )
 
@@ -41,13 +48,33 @@ def as_json(findings: Sequence[Finding]) -> str:
     return json.dumps([asdict(f) for f in sorted(findings)], indent=2) + "\n"
 
 
+def _command_data(text: str) -> str:
+    """A workflow command's message, escaped as the Actions runner decodes it."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _command_property(text: str) -> str:
+    """A workflow command's property value: ``,`` separates properties and ``:`` ends them."""
+    return _command_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def github(findings: Sequence[Finding]) -> str:
-    """GitHub Actions workflow commands: the finding shows on the spec line of a pull request."""
+    """GitHub Actions workflow commands: the finding shows on the spec line of a pull request.
+
+    Messages and properties are escaped as the runner specifies (``%`` ``CR`` ``LF``, and in
+    properties ``:`` ``,`` too), so a file named ``a,b\\n::error::x.yaml`` is one annotation
+    on that file and forges none.
+    """
     out = []
     for f in sorted(findings):
-        message = f.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        where = f"file={f.file},line={f.line},col={f.column},title=rulegen {f.id}"
-        out.append(f"::{_GITHUB[f.severity]} {where}::{message}\n")
+        properties = {
+            "file": f.file,
+            "line": str(f.line),
+            "col": str(f.column),
+            "title": f"rulegen {f.id}",
+        }
+        where = ",".join(f"{key}={_command_property(value)}" for key, value in properties.items())
+        out.append(f"::{_GITHUB[f.severity]} {where}::{_command_data(f.message)}\n")
     return "".join(out)
 
 

@@ -10,53 +10,23 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from typing import Any
-
-import requests
 
 from rulegen import promql, units
-from rulegen.errors import UsageError
 from rulegen.lint.checks import MIN_SCRAPES_PER_WINDOW, LintTarget, Reporter, path_key
 from rulegen.lint.findings import Finding
+from rulegen.promapi import PrometheusAPI
 from rulegen.slo.model import LatencySLI
 
 DAY = 86400
-TIMEOUT = 30
+TIMEOUT = 30.0
+"""The default deadline of each request (``lint --timeout``), in seconds."""
+ASK_LESS = "narrower alert selectors"
 
 
-class PrometheusAPI:
-    """The few HTTP API calls the checks need, with one clear error when the server is not
-    reachable."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url.rstrip("/")
-
-    def get(self, path: str, params: dict[str, str] | None = None) -> Any:
-        try:
-            response = requests.get(f"{self.url}/api/v1/{path}", params=params, timeout=TIMEOUT)
-        except requests.RequestException as exc:
-            raise UsageError(f"cannot reach Prometheus at {self.url}: {exc}") from None
-        if response.status_code != 200:
-            raise UsageError(
-                f"Prometheus at {self.url} answered {response.status_code} to {path}: "
-                f"{response.text[:200]}"
-            )
-        return response.json()["data"]
-
-    def has_series(self, selector: str, now: float) -> bool:
-        found = self.get("series", {"match[]": selector, "start": str(now - DAY), "end": str(now)})
-        return bool(found)
-
-    def query(self, expr: str, now: float) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self.get("query", {"query": expr, "time": str(now)})[
-            "result"
-        ]
-        return result
-
-
-def lint_online(targets: Sequence[LintTarget], url: str) -> list[Finding]:
-    """series/missing, series/speed-missing and scrape/interval for every spec."""
-    api = PrometheusAPI(url)
+def lint_online(targets: Sequence[LintTarget], url: str, timeout: float = TIMEOUT) -> list[Finding]:
+    """series/missing, series/speed-missing and scrape/interval for every spec; every request
+    ends within ``timeout`` seconds (``UsageError`` otherwise, as for any server problem)."""
+    api = PrometheusAPI(url, timeout=timeout, ask_less=ASK_LESS)
     now = time.time()
     intervals = _scrape_intervals(api)
     out: list[Finding] = []
@@ -100,7 +70,7 @@ def _missing_series(report: Reporter, target: LintTarget, api: PrometheusAPI, no
     seen: dict[str, bool] = {}
     for name, path, selector in _reads(target):
         if selector not in seen:
-            seen[selector] = api.has_series(selector, now)
+            seen[selector] = bool(api.series(selector, str(now - DAY), str(now)))
         if not seen[selector]:
             report.add(
                 path,
@@ -129,8 +99,7 @@ def _speed_missing(report: Reporter, target: LintTarget, api: PrometheusAPI, now
         nics = api.query(expr, now)
         if nics:
             shown = ", ".join(
-                f"{n['metric'].get('instance', '?')}/{n['metric'].get('device', '?')}"
-                for n in nics[:5]
+                f"{n.metric.get('instance', '?')}/{n.metric.get('device', '?')}" for n in nics[:5]
             )
             more = f" and {len(nics) - 5} more" if len(nics) > 5 else ""
             report.add(
@@ -144,12 +113,14 @@ def _speed_missing(report: Reporter, target: LintTarget, api: PrometheusAPI, now
 
 
 def _scrape_intervals(api: PrometheusAPI) -> dict[str, Decimal]:
-    """The longest scrape interval of the active targets, per job."""
+    """The longest scrape interval of the active targets, per job (targets whose interval
+    the server does not give are left out)."""
     out: dict[str, Decimal] = {}
-    for item in api.get("targets", {"state": "active"}).get("activeTargets", []):
-        job = item.get("labels", {}).get("job") or item.get("scrapePool", "")
-        seconds = units.parse_duration(item.get("scrapeInterval", "0s"))
-        out[job] = max(out.get(job, Decimal(0)), seconds)
+    for item in api.targets():
+        if item.scrape_interval is None:
+            continue
+        job = item.labels.get("job") or item.scrape_pool
+        out[job] = max(out.get(job, Decimal(0)), item.scrape_interval)
     return out
 
 

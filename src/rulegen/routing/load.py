@@ -1,4 +1,9 @@
-"""Recognise and load the one routing file, and the base Alertmanager file it may name."""
+"""Recognise and load the one routing file, and the base Alertmanager file it may name.
+
+The base file is read like a spec (size, UTF-8, depth, tags, aliases: ``spec.loader``), and
+both files are searched for inline credentials (``routing.secrets``), since both end up in the
+generated ``alertmanager.yml``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from rulegen.errors import Diagnostic
@@ -14,7 +18,9 @@ from rulegen.fields import Collector
 from rulegen.render.alertmanager import OWNED_KEYS
 from rulegen.routing.model import ResolvedRouting
 from rulegen.routing.resolve import resolve_routing
+from rulegen.routing.secrets import find_secrets
 from rulegen.spec.loader import LoadedDocument as Document
+from rulegen.spec.loader import LoadError, decode_source, display, load_text, read_capped
 from rulegen.spec.locate import pydantic_diagnostics
 from rulegen.spec.routing import RoutingFile
 
@@ -42,16 +48,18 @@ def load_routing(
     if previous is not None:
         message = f"a second routing section (the first is at {previous.where}); keep one"
         return None, [doc.positions.diag(("routing",), message, key=True)]
+    secrets = find_secrets(doc.data, doc.positions)
     try:
         spec = RoutingFile.model_validate(doc.data)
     except ValidationError as exc:
-        return None, pydantic_diagnostics(exc, doc.positions, doc.data)
+        return None, secrets + pydantic_diagnostics(exc, doc.positions, doc.data)
     col = Collector(doc.positions)
     routing = resolve_routing(col, spec)
     base = _base(col, path, spec.routing.base)
-    if routing is None or base is None:
-        return None, col.diagnostics
-    return LoadedRouting(routing, base, where), col.diagnostics
+    problems = secrets + col.diagnostics
+    if routing is None or base is None or problems:
+        return None, problems
+    return LoadedRouting(routing, base, where), problems
 
 
 def _base(col: Collector, path: Path, name: str | None) -> dict[str, Any] | None:
@@ -59,18 +67,28 @@ def _base(col: Collector, path: Path, name: str | None) -> dict[str, Any] | None
     keys in it are a conflict to resolve, not something to overwrite silently."""
     if name is None:
         return {}
-    file = (path.parent / name).resolve()
+    file = path.parent / name
     try:
-        data = yaml.safe_load(file.read_text("utf-8"))
+        raw = read_capped(file)
     except OSError as exc:
-        col.error(("routing", "base"), f"cannot read {name}: {exc.strerror}")
+        col.error(("routing", "base"), f"cannot read {name}: {exc.strerror or exc}")
         return None
-    except yaml.YAMLError as exc:
-        col.error(("routing", "base"), f"{name} is not valid YAML: {str(exc).splitlines()[0]}")
+    shown = display(file)
+    try:
+        text = decode_source(raw, shown)
+        if not _has_content(text):
+            col.error(("routing", "base"), f"{name} must be a YAML mapping")
+            return None
+        doc = load_text(text, shown)
+    except LoadError as exc:
+        col.diagnostics.append(exc.diagnostic)
         return None
+    data = doc.data
     if not isinstance(data, dict):
         col.error(("routing", "base"), f"{name} must be a YAML mapping")
         return None
+    secrets = find_secrets(data, doc.positions)
+    col.diagnostics.extend(secrets)
     owned = [k for k in OWNED_KEYS if k in data]
     if owned:
         col.error(
@@ -79,4 +97,10 @@ def _base(col: Collector, path: Path, name: str | None) -> dict[str, Any] | None
             "move that part here (or drop it from the base file)",
         )
         return None
-    return data
+    return None if secrets else data
+
+
+def _has_content(text: str) -> bool:
+    """Whether the text holds more than blank lines and comments (an empty base file is not a
+    mapping, as before; it is not an empty *spec*)."""
+    return any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines())

@@ -2,7 +2,8 @@
 secrets only by file.
 
 Why: a typo in a receiver name or a label silently sends a page to nobody; an inline secret
-ends up in a committed file. Both are spec errors here, at their position.
+ends up in a committed file. Both are spec errors at their position (inline secrets are found
+by ``routing.secrets`` in the file's data, before this step; here they are only kept out).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from rulegen import promql, units
 from rulegen.fields import Collector, duration
 from rulegen.routing.model import Inhibit, Receiver, ResolvedRouting, Route, RoutingTest
+from rulegen.routing.secrets import file_option
 from rulegen.spec.loader import PathKey
 
 INTEGRATIONS = {
@@ -20,8 +22,6 @@ INTEGRATIONS = {
     "slack": "slack_configs",
     "email": "email_configs",
 }
-SECRETS = {"routing_key": "routing_key_file", "service_key": "service_key_file",
-           "api_url": "api_url_file", "auth_password": "auth_password_file"}  # fmt: skip
 
 
 def resolve_routing(col: Collector, spec: Any) -> ResolvedRouting | None:
@@ -85,14 +85,9 @@ def _receivers(col: Collector, specs: list[Any]) -> tuple[Receiver, ...]:
             continue
         kind = kinds[0]
         config = getattr(spec, kind).model_dump(exclude_none=True)
-        for field, instead in SECRETS.items():
-            if field in config:
-                col.error(
-                    (*path, kind, field),
-                    f"secrets are read from files only: write {instead}: /path/to/secret",
-                )
-                config.pop(field)
-        inline = any(field in getattr(spec, kind).model_fields_set for field in SECRETS)
+        # inline secrets are reported by ``secrets.find_secrets`` and never written
+        secrets = {f: config.pop(f) for f in list(config) if file_option(INTEGRATIONS[kind], f)}
+        inline = any(value != "" for value in secrets.values())
         if (
             kind == "pagerduty"
             and not inline

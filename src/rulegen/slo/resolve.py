@@ -224,6 +224,8 @@ def _check_bucket(
             col.error((*path, "buckets"), "must be a non-empty list of numbers (the le bounds)")
             return
         bounds = [Decimal(repr(b)) for b in raw]
+        if not _bucket_bounds(col, (*path, "buckets"), bounds):
+            return
     else:
         bounds = catalog.histogram_buckets(metric)
     if bounds is not None and threshold not in bounds:
@@ -235,6 +237,37 @@ def _check_bucket(
             f"{units.format_latency(threshold)} is not a bucket bound of {metric} "
             f"(nearest: {near} seconds); the SLI counts the bucket le=threshold",
         )
+
+
+_NON_FINITE = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
+
+
+def _bucket_bounds(col: Collector, path: PathKey, bounds: list[Decimal]) -> bool:
+    """Each ``le`` bound is a finite latency, above the one before (as a histogram has them).
+
+    Why: ``.nan`` or ``.inf`` is no bound a client writes (``+Inf`` is always there), a
+    negative latency never happens, and an unsorted or repeated list is a typo.
+    """
+    ok = True
+    for index, bound in enumerate(bounds):
+        shown = units.literal(bound) if bound.is_finite() else _NON_FINITE[str(bound)]
+        if not bound.is_finite():
+            col.error(
+                (*path, index),
+                f"must be a finite number (got {shown}): the +Inf bucket is implicit",
+            )
+            ok = False
+        elif bound < 0:
+            col.error((*path, index), f"must not be negative (got {shown}): it is a latency")
+            ok = False
+        elif index and bounds[index - 1].is_finite() and bound <= bounds[index - 1]:
+            col.error(
+                (*path, index),
+                f"must be above the bound before it (got {shown} after "
+                f"{units.literal(bounds[index - 1])}): bounds are strictly increasing",
+            )
+            ok = False
+    return ok
 
 
 def _group_by(col: Collector, path: PathKey, names: list[str]) -> tuple[str, ...]:

@@ -3,12 +3,16 @@
 Why: a spec error is only useful when it names the file, line and column of the bad value,
 so the loader walks PyYAML's node graph itself and records the position of each path.
 It also refuses what the safe loader alone would accept but a spec must not contain:
-duplicate keys, alias bombs, non-string keys.
+duplicate keys, alias bombs, non-string keys, explicit tags, nesting deep enough to exhaust
+the parser's recursion, and text Python cannot write back (lone surrogates). Every other YAML
+file rulegen reads from a user (the routing base file, promtool test files, signal
+definitions) goes through here too, so the same guards hold for all of them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +26,8 @@ from rulegen.errors import Diagnostic
 PathKey = tuple[str | int, ...]
 MAX_NODES = 20_000
 MAX_BYTES = 2_000_000
+# Lists and mappings inside each other; a spec needs about ten, a deep routing tree thirty.
+MAX_DEPTH = 64
 
 
 @dataclass
@@ -93,27 +99,59 @@ def format_path(path: PathKey) -> str:
     return out
 
 
-def load_file(path: Path, display: str) -> LoadedDocument:
-    """Read and parse one spec file; raises ``LoadError`` with a positioned message."""
+def display(path: Path) -> str:
+    """A stable, relative name for a path (the header and diagnostics use it).
+
+    A broken symbolic link (its target missing, or a loop, where ``Path.resolve`` raises on
+    Python 3.11) is named by itself, which is what its error message needs.
+    """
+    cwd = os.path.realpath(Path.cwd())
     try:
-        raw = path.read_bytes()
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        resolved = Path(os.path.realpath(path.parent)) / path.name
+    relative = os.path.relpath(resolved, cwd)
+    return Path(relative).as_posix() if not relative.startswith("..") else path.as_posix()
+
+
+def read_capped(path: Path) -> bytes:
+    """The file's first ``MAX_BYTES + 1`` bytes (enough to tell it is too large); a device
+    or a FIFO named by mistake never makes rulegen read without end. Raises ``OSError``."""
+    with path.open("rb") as handle:
+        return handle.read(MAX_BYTES + 1)
+
+
+def read_source(path: Path, display: str) -> str:
+    """The text of a user's YAML file: at most ``MAX_BYTES``, UTF-8; else ``LoadError``."""
+    try:
+        raw = read_capped(path)
     except OSError as exc:
-        raise LoadError(
-            Diagnostic(display, 1, 1, "", f"cannot read file: {exc.strerror}")
-        ) from None
+        reason = exc.strerror or type(exc).__name__
+        raise LoadError(Diagnostic(display, 1, 1, "", f"cannot read file: {reason}")) from None
+    return decode_source(raw, display)
+
+
+def decode_source(raw: bytes, display: str) -> str:
+    """``raw`` as text: at most ``MAX_BYTES``, UTF-8; else ``LoadError``."""
     if len(raw) > MAX_BYTES:
         raise LoadError(Diagnostic(display, 1, 1, "", f"file is larger than {MAX_BYTES} bytes"))
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LoadError(
             Diagnostic(display, 1, 1, "", f"file is not UTF-8 ({exc.reason})")
         ) from None
-    return load_text(text, display)
+
+
+def load_file(path: Path, display: str) -> LoadedDocument:
+    """Read and parse one spec file; raises ``LoadError`` with a positioned message."""
+    return load_text(read_source(path, display), display)
 
 
 def load_text(text: str, display: str) -> LoadedDocument:
     """Parse YAML text; the document must be exactly one mapping."""
+    if len(text) > MAX_BYTES:
+        raise LoadError(Diagnostic(display, 1, 1, "", f"file is larger than {MAX_BYTES} bytes"))
     positions = Positions(display)
     node = _fast_compose(text)
     if node is None:
@@ -126,10 +164,18 @@ def load_text(text: str, display: str) -> LoadedDocument:
 _FastLoader: Any = getattr(yaml, "CSafeLoader", None)
 # Where libyaml and PyYAML part ways (libyaml accepts tabs as separators, reads a bare ``!``
 # tag, a ``|#`` header or a second BOM otherwise, places empty flow values and complex keys
-# elsewhere): a tab, a BOM, a ``!`` or ``?`` that may start a token, a block scalar header
-# running into a comment, a ``:`` closed at once in flow. Plenty of ordinary text matches
-# too (``a != b``); it only takes the slower, reference path.
-_UNUSUAL = re.compile(r"[\t\ufeff]|(?:^|[\s,\[{])[!?]|[|>][-+0-9]*#|:[ ]*[,}\]]", re.MULTILINE)
+# elsewhere): a tab, a BOM, a ``!`` or ``?`` that may start a token (``{"a":!!int 5}`` puts a
+# tag right after a ``:``), a block scalar header running into a comment, a ``:`` closed at
+# once in flow. Every explicit tag takes the Python path, which rejects it with its position.
+# Plenty of ordinary text matches too (``a != b``); it only takes the slower, reference path.
+_UNUSUAL = re.compile(r"[\t\ufeff]|(?:^|[\s,\[{:])[!?]|[|>][-+0-9]*#|:[ ]*[,}\]]", re.MULTILINE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The tags the safe loader resolves plain scalars and collections to; anything else was
+# written by hand.
+_IMPLICIT_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "timestamp", "seq", "map", "merge", "value")
+)
 
 
 def _fast_compose(text: str) -> yaml.Node | None:
@@ -144,6 +190,7 @@ def _fast_compose(text: str) -> yaml.Node | None:
         _FastLoader is None
         or _UNUSUAL.search(text)
         or yaml.reader.Reader.NON_PRINTABLE.search(text)
+        or _depth_bound(text) > MAX_DEPTH
     ):
         return None
     loader = _FastLoader(text)
@@ -156,10 +203,87 @@ def _fast_compose(text: str) -> yaml.Node | None:
     return node
 
 
+def _depth_bound(text: str) -> int:
+    """A cheap upper bound of how deeply lists and mappings nest in ``text``.
+
+    Why: a deep document goes to the Python composer below, which stops at the first node
+    deeper than ``MAX_DEPTH`` and names it; libyaml would build the whole graph first. Block
+    collections nest at most two per indentation column (a list may share its key's column),
+    plus those a line opens itself (``- - a``, ``- a: b``), plus open flow brackets. Brackets
+    inside quoted text can skew it; that only picks the parser, since the Python composer and
+    the builder both check the real depth.
+    """
+    if len(text) <= MAX_DEPTH:
+        return len(text)  # every level takes at least one character
+    worst = flow = 0
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        opens = body.count("[") + body.count("{")
+        starts = body.count("- ") + body.count(": ") + body.count("? ") + 1
+        worst = max(worst, 2 * (len(line) - len(body)) + 2 + starts + flow + opens)
+        flow = max(0, flow + opens - body.count("]") - body.count("}"))
+    return worst
+
+
+def _too_deep(file: str, line: int, col: int, path: PathKey) -> Diagnostic:
+    """The first node past ``MAX_DEPTH``; its path is cut short to keep the line readable."""
+    shown = format_path(path[:4]) + ("..." if len(path) > 4 else "")
+    message = f"nested more than {MAX_DEPTH} levels deep (lists and mappings inside each other)"
+    return Diagnostic(file, line, col, shown, message)
+
+
+def _tagged(tag: str) -> str:
+    shown = tag.replace("tag:yaml.org,2002:", "!!")
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return f"explicit YAML tags are not allowed (got {shown}); write the plain value"
+
+
+class _GuardedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses explicit tags and nesting deeper than ``MAX_DEPTH``.
+
+    Why here: the composer recurses once per level, so a document ``[[[[…`` a thousand deep
+    ends in ``RecursionError``; it is stopped at the first event past the limit, with the
+    position and field path of that node.
+    """
+
+    def __init__(self, text: str, display: str) -> None:
+        super().__init__(text)
+        self.display = display
+        self.open: list[PathKey] = []  # the paths of the collections being composed
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in the stubs
+        if isinstance(event, yaml.AliasEvent):
+            return super().compose_node(parent, index)
+        path = self._path(parent, index)
+        line, col = event.start_mark.line + 1, event.start_mark.column + 1
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise LoadError(Diagnostic(self.display, line, col, format_path(path), _tagged(tag)))
+        if not isinstance(event, yaml.CollectionStartEvent):
+            return super().compose_node(parent, index)
+        if len(self.open) >= MAX_DEPTH:
+            raise LoadError(_too_deep(self.display, line, col, path))
+        self.open.append(path)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.open.pop()
+
+    def _path(self, parent: yaml.Node | None, index: object) -> PathKey:
+        if parent is None or not self.open:
+            return ()
+        if isinstance(index, int):
+            return (*self.open[-1], index)
+        if isinstance(index, yaml.ScalarNode):
+            return (*self.open[-1], str(index.value))
+        return self.open[-1]  # a key that is itself a collection: reported by the builder
+
+
 def _compose(text: str, display: str) -> yaml.Node:
     """The node graph from PyYAML's own parser; raises ``LoadError`` with its message."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _GuardedLoader(text, display)
     except yaml.reader.ReaderError as exc:
         raise LoadError(_reader_error(text, exc, display)) from None
     try:
@@ -220,16 +344,35 @@ class _Builder:
                     "(YAML alias bomb or runaway anchors)",
                 )
             )
-        self.positions.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        here = (node.start_mark.line + 1, node.start_mark.column + 1)
+        self.positions.values[path] = here
+        if isinstance(node, yaml.CollectionNode) and len(path) >= MAX_DEPTH:
+            # also an alias that nests a structure in itself (``&a [*a]``) or a chain of them
+            raise LoadError(_too_deep(self.positions.file, *here, path))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         assert isinstance(node, yaml.ScalarNode)
+        return self._scalar(node, path, here)
+
+    def _scalar(self, node: yaml.Node, path: PathKey, here: tuple[int, int]) -> Any:
+        """The node's value. A tag written by hand, a constructor's failure (``2020-99-99``,
+        an integer of 5000 digits) or a lone surrogate is a positioned error, not a
+        traceback (or a ``UnicodeEncodeError`` when the output is written)."""
+        if node.tag not in _IMPLICIT_TAGS:  # the Python path refuses them first
+            raise LoadError(_at(self.positions.file, here, path, _tagged(node.tag)))
         try:
-            return self.constructor.construct_object(node, deep=True)
+            value = self.constructor.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
-            raise LoadError(self.positions.diag(path, f"invalid value: {exc.problem}")) from None
+            problem = exc.problem
+        except Exception as exc:  # any other constructor failure: ValueError, OverflowError ...
+            problem = str(exc).split(";")[0]  # not Python's advice on raising its digit limit
+        else:
+            if isinstance(value, str) and _SURROGATE.search(value):
+                raise LoadError(_at(self.positions.file, here, path, _surrogate(value)))
+            return value
+        raise LoadError(_at(self.positions.file, here, path, f"invalid value: {problem}"))
 
     def _mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
         result: dict[str, Any] = {}
@@ -243,7 +386,7 @@ class _Builder:
                 raise LoadError(
                     _at(self.positions.file, key_pos, path, "keys must be plain strings")
                 )
-            key = str(self.constructor.construct_object(key_node))
+            key = str(self._scalar(key_node, path, key_pos))
             if key in result:
                 first = self.positions.keys[(*path, key)]
                 raise LoadError(
@@ -261,3 +404,13 @@ class _Builder:
 
 def _at(file: str, pos: tuple[int, int], path: PathKey, message: str) -> Diagnostic:
     return Diagnostic(file, pos[0], pos[1], format_path(path), message)
+
+
+def _surrogate(text: str) -> str:
+    found = _SURROGATE.search(text)
+    assert found is not None
+    code = f"U+{ord(found.group()):04X}"
+    return (
+        f"contains a lone surrogate {code} (from a \\u escape), which is not text; "
+        "write the character itself or its \\U00XXXXXX escape"
+    )

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from rulegen.errors import Diagnostic
+from rulegen.routing.secrets import SECRET_FIELDS, has_url_credentials
 from rulegen.spec.loader import PathKey, Positions
 
 _TAGGED = "function-after", "function-before", "function-plain", "function-wrap"
@@ -102,7 +103,7 @@ def _message(error: ErrorDetails) -> str:
         context.update({k: v for k, v in error.get("ctx", {}).items()})
         context["discriminator"] = context.get("discriminator", "'signal'")
         context["tag_kind"] = _TAG_KINDS.get(_tag_key(error), "tag")
-        return template.format(got=_show(error.get("input")), **context)
+        return template.format(got=_show(error.get("input"), error["loc"]), **context)
     message = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
@@ -110,7 +111,14 @@ def _message(error: ErrorDetails) -> str:
     return message
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, loc: tuple[int | str, ...] = ()) -> str:
+    """The bad input as the message quotes it; never the value of a credential field, nor a
+    URL with credentials in it (the message would print the secret it refuses)."""
+    names = [part for part in loc if isinstance(part, str)]
+    if (names and names[-1] in SECRET_FIELDS) or (
+        isinstance(value, str) and has_url_credentials(value)
+    ):
+        return "a hidden value"
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):

@@ -14,11 +14,10 @@ import os
 import tempfile
 from pathlib import Path
 
-import yaml
+from rulegen.spec.loader import LoadError, decode_source, load_text
 
 # Bumped when what goes into a key changes, so older markers stop matching.
 KEY_VERSION = "1"
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _GLOB = ("*", "?", "[")
 
 
@@ -81,9 +80,11 @@ class TestCache:
 
 
 def _rule_files(text: bytes) -> list[str] | None:
+    """The ``rule_files`` of a user's test file, read with the spec loader's guards (size,
+    depth, aliases, tags); ``None`` when that fails, so the file simply runs."""
     try:
-        data = yaml.load(text, Loader=_Loader)  # a safe loader (libyaml's when present)
-    except yaml.YAMLError:
+        data = load_text(decode_source(text, "test file"), "test file").data
+    except LoadError:
         return None
     found = data.get("rule_files") if isinstance(data, dict) else None
     if not isinstance(found, list) or not all(isinstance(name, str) for name in found):

@@ -1,0 +1,57 @@
+"""The output folder: which files in it are rulegen's, what a build changes, and the commit.
+
+Why a package of its own: ``rules/`` is shared with the user (hand-written tests, a README,
+other tools' files), so writing it is more than serialising. ``manifest`` records what
+rulegen wrote; ``plan`` decides, from the manifest and the build's inputs, what to write,
+keep and remove, and refuses to touch anything else; ``drift`` compares a plan with the disk
+(``--check``); ``transaction`` applies a plan so that a kill at any instant leaves the whole
+old or the whole new folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rulegen.outdir.drift import Drift, drift
+from rulegen.outdir.manifest import MANIFEST
+from rulegen.outdir.plan import Plan, plan_output
+from rulegen.outdir.transaction import Check, commit, locked
+
+if TYPE_CHECKING:
+    from rulegen.build import BuildResult
+
+__all__ = [
+    "MANIFEST", "Drift", "Plan", "check_output", "commit", "drift", "folder_name", "plan_output",
+    "write",
+]  # fmt: skip
+
+
+def write(result: BuildResult, folder: Path, check: Check | None = None) -> Plan:
+    """Write a build's files to ``folder``: replace and remove only what rulegen wrote,
+    all at once or not at all; ``check`` (e.g. ``rulegen.validate``) runs on the assembled
+    files first and may raise. Returns what was done (``write``, ``remove``, ``notes``)."""
+    shown = folder_name(folder)
+    with locked(folder, shown) as recovered:
+        plan = _plan(result, folder, shown)
+        plan.notes[:0] = recovered
+        commit(plan, check)
+    return plan
+
+
+def check_output(result: BuildResult, folder: Path) -> Drift:
+    """How ``folder`` differs from what ``write`` would leave in it (empty when up to date)."""
+    return drift(_plan(result, folder, folder_name(folder)))
+
+
+def _plan(result: BuildResult, folder: Path, shown: str) -> Plan:
+    root = Path(os.path.realpath(result.root or Path.cwd()))
+    return plan_output(folder, shown, result.files, result.sources, result.inputs, root)
+
+
+def folder_name(folder: Path) -> str:
+    """How messages name the output folder: as given, relative to the working directory
+    (a symbolic link is not followed: it is the name the user typed)."""
+    relative = os.path.relpath(folder.absolute())
+    return Path(relative).as_posix() if not relative.startswith("..") else folder.as_posix()
