@@ -56,7 +56,9 @@ from typing import Any
 import promql_parser as pp
 import yaml
 
-from rulegen.validate.history import (
+# The real-Prometheus harness is the tests' (tests/support/prometheus.py), not rulegen's.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.prometheus import (
     BACKFILL_FILE,
     BACKFILL_GROUP,
     MAX_POINTS,
@@ -97,7 +99,7 @@ TARGET_SAMPLES_RATIO = 0.1
 TARGET_SAMPLES_AT = 100
 TARGET_SLI_REL_ERROR = 0.005
 
-# Backfills use rulegen.validate.history's BACKFILL_FILE/BACKFILL_GROUP, whose evaluation
+# Backfills use support.prometheus' BACKFILL_FILE/BACKFILL_GROUP, whose evaluation
 # jitter rounds to zero, so samples land on exact minutes; `_check_alignment` verifies it.
 # The hidden --max-block-duration flag of promtool: one long block for the raw data (promtool
 # re-reads the whole OpenMetrics file once per block), 162h blocks for the rules (one

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CliResult, run_rulegen, write_tree
+from support.prometheus import free_port
 
 from rulegen.backtest import plot
 from rulegen.backtest.command import ProgressBar, alert_labels, parse_time, query_times
@@ -22,7 +23,6 @@ from rulegen.backtest.replay import Labels
 from rulegen.backtest.report import rfc3339, write_plots
 from rulegen.backtest.targets import Report, Target
 from rulegen.errors import ToolNotFoundError, UsageError
-from rulegen.validate.history import free_port
 
 SPEC = """\
 version: 1

@@ -5,7 +5,7 @@ backfilled history, then rulegen's replay of ``for``/``keep_firing_for``) and ``
 rules`` (Prometheus's own rule manager, stepping through the same series). Hand-written
 series with bursts just shorter and just longer than each alert's ``for``, lookback-bridged
 gaps and gaps past the lookback are backfilled (OpenMetrics blocks, then the recording rules
-level by level, ``validate/history.py``); the backtest's JSON says which label sets fire at
+level by level, ``tests/support/prometheus.py``); the backtest's JSON says which label sets fire at
 every evaluation; a promtool test file with the *same* series expects exactly those alerts
 (labels and annotations) at every one of the 360 evaluations, and must pass. Perturbing the
 backtest's answer by one step must make promtool fail.
@@ -30,6 +30,13 @@ import pytest
 import requests
 import yaml
 from conftest import promtool_test, run_rulegen
+from support.prometheus import (
+    backfill_recordings,
+    create_blocks_from_openmetrics,
+    openmetrics,
+    recording_levels,
+    running,
+)
 
 from rulegen import gotemplate
 from rulegen.backtest import command, report
@@ -38,15 +45,8 @@ from rulegen.backtest.query import Client, grid
 from rulegen.backtest.targets import Target
 from rulegen.build import BuildResult, build
 from rulegen.catalog import Catalog, load_catalog
+from rulegen.generated import AlertRule
 from rulegen.load import discover
-from rulegen.model import AlertRule
-from rulegen.validate.history import (
-    backfill_recordings,
-    create_blocks_from_openmetrics,
-    openmetrics,
-    recording_levels,
-    running,
-)
 
 T0 = 1767225600  # 2026-01-01T00:00:00Z, a multiple of the step
 STEP = 15

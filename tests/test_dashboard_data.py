@@ -21,9 +21,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
-
-from rulegen.units import parse_duration
-from rulegen.validate.history import (
+from support.prometheus import (
     backfill_recordings,
     create_blocks_from_openmetrics,
     expand_values,
@@ -31,6 +29,8 @@ from rulegen.validate.history import (
     recording_levels,
     running,
 )
+
+from rulegen.units import parse_duration
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = REPO / "rules"

@@ -22,8 +22,8 @@ from rulegen.catalog import load_catalog
 from rulegen.errors import Diagnostic, SpecError, StaleOutput, UsageError, ValidationFailed
 from rulegen.load import SpecInputs, discover
 from rulegen.output import FileSet
-from rulegen.spec import loader
-from rulegen.spec.loader import LoadError
+from rulegen.source import loader
+from rulegen.source.loader import LoadError
 
 EXAMPLE = (REPO / "specs" / "llm-serving.yaml").read_text()
 TWO_CORES = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")

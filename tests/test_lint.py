@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CliResult, write_tree
-
-from rulegen.validate.history import (
+from support.prometheus import (
     create_blocks_from_openmetrics,
     free_port,
     openmetrics,

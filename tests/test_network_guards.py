@@ -26,12 +26,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import CliResult, run_rulegen, write_tree
+from support.prometheus import free_port
 
 from rulegen import promapi
 from rulegen.backtest.command import query_points, query_times
 from rulegen.backtest.query import grid, grid_size
 from rulegen.backtest.targets import Target
-from rulegen.validate.history import free_port
 
 HOST = "127.0.0.1"
 DEADLINE = 1  # --timeout of every case, seconds

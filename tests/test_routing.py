@@ -26,7 +26,7 @@ from conftest import REPO, CliResult, spec_errors, write_tree
 
 from rulegen.routing.load import load_routing
 from rulegen.routing.model import ResolvedRouting
-from rulegen.spec.loader import load_file
+from rulegen.source.loader import load_file
 
 Cli = Callable[..., CliResult]
 

@@ -14,8 +14,8 @@ import yaml
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput
 from rulegen.load import discover
-from rulegen.model import AlertRule, Origin, RecordingRule, RuleGroup, ServiceOutput
 from rulegen.output import dump_yaml
 from rulegen.render.mimir import add_grouping_label, mimir_namespace_file, shape
 from rulegen.render.operator import prometheus_rule, service_groups
@@ -31,6 +31,7 @@ from rulegen.render.thanos import (
     partial_response_flags,
     thanos_rule_file,
 )
+from rulegen.source.loader import Origin
 from rulegen.validate import promtool
 from rulegen.validate.crd import crd_schema, validate_prometheus_rule
 

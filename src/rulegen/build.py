@@ -1,8 +1,8 @@
-"""The pipeline, top to bottom: find specs → load → resolve → model → render → validate → write.
+"""The pipeline, top to bottom: find specs → load → resolve → generate → render → validate → write.
 
 Why: one readable function per stage, so the CLI stays a thin shell and the library API
 (``load_specs`` in ``rulegen.load``, ``build``, ``validate``) is usable on its own. Each spec
-file goes through load, resolve, model and render on its own (in a worker process for a
+file goes through load, resolve, generate and render on its own (in a worker process for a
 fleet); what spans files (duplicate services, routing, Mimir namespaces) follows in order.
 """
 
@@ -16,33 +16,35 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rulegen import units
+from rulegen.alerts.rules import build_groups
+from rulegen.alerts.testgen import build_tests
 from rulegen.catalog import Catalog
 from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
-from rulegen.diagnosis.tests import diagnosis_tests
+from rulegen.diagnosis.testgen import diagnosis_tests
 from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
 from rulegen.fanout import fan_out, usable_cpus
-from rulegen.groups import build_groups
+from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
-from rulegen.model import Explanation, Origin, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.output import FileSet, dump_json, dump_yaml
 from rulegen.render.grafana import dashboard_json, provisioning
 from rulegen.render.mimir import mimir_namespace_file
 from rulegen.render.operator import prometheus_rule, service_groups
 from rulegen.render.prometheus import rule_file
-from rulegen.render.tests import tests_file
+from rulegen.render.promtool_tests import tests_file
 from rulegen.render.thanos import thanos_rule_file
-from rulegen.resolve import ResolvedSpec
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
+from rulegen.service import ResolvedSpec
 from rulegen.slo.rules import slo_group
 from rulegen.slo.series import SLOTestError
-from rulegen.slo.tests import history_step, slo_tests
+from rulegen.slo.testgen import history_step, slo_tests
+from rulegen.source.loader import Origin
 from rulegen.spec.models import TargetSettings
-from rulegen.synth import build_tests
 from rulegen.validate import promtool
 from rulegen.validate.cache import TestCache
+from rulegen.validate.routing import validate_routing
 from rulegen.validate.targets import check_targets
 
 # Rule targets besides the plain rule files (always written: the tests run on them).
@@ -233,7 +235,9 @@ def rule_groups(
 ) -> tuple[tuple[RuleGroup, ...], tuple[RuleGroup, ...]]:
     """The rule groups of one spec without its tests: the service's own (signal families,
     then diagnoses) and one per SLO, in spec order."""
-    groups = build_groups(spec, catalog.families)
+    groups = build_groups(
+        spec.service, spec.alerts, spec.evaluation_interval, catalog.families, spec.max_group_rules
+    )
     if spec.diagnoses:
         groups += (diagnosis_group(spec.service, _interval(spec), spec.diagnoses),)
     return groups, tuple(slo_group(slo) for slo in spec.slos)
@@ -242,7 +246,9 @@ def rule_groups(
 def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
     """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
     groups, slo_groups = rule_groups(spec, catalog)
-    tests = build_tests(spec)
+    tests = build_tests(
+        spec.alerts, spec.evaluation_interval, spec.scrape_interval, spec.host_label
+    )
     if spec.diagnoses:
         tests += diagnosis_tests(spec.diagnoses, spec.evaluation_interval, spec.scrape_interval)
     if spec.alerts or spec.diagnoses:
@@ -388,9 +394,7 @@ def _header_source(source: str, root: Path | None) -> str:
 
 
 def _interval(spec: ResolvedSpec) -> str:
-    from rulegen.units import format_duration
-
-    return format_duration(spec.evaluation_interval)
+    return units.format_duration(spec.evaluation_interval)
 
 
 def validate(
@@ -441,7 +445,7 @@ def validate(
             summary.append(f"warning: test cache not updated: {unrecorded[0]}")
     summary.extend(check_targets(result.files))
     if routing_files.CONFIG in result.files:
-        summary.extend(routing_files.validate_routing(folder, result.routing_cases))
+        summary.extend(validate_routing(folder, result.routing_cases))
     summary.extend(f"warning: {report}" for report in result.reports)
     return summary
 

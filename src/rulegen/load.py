@@ -17,10 +17,10 @@ from pydantic import ValidationError
 from rulegen.catalog import Catalog
 from rulegen.errors import Diagnostic, SpecError, UsageError
 from rulegen.fanout import fan_out
-from rulegen.resolve import ResolvedSpec, resolve_spec
 from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
 from rulegen.routing.secrets import url_credentials
-from rulegen.spec.loader import (
+from rulegen.service import ResolvedSpec, resolve_spec
+from rulegen.source.loader import (
     LoadedDocument,
     LoadError,
     Positions,
@@ -29,7 +29,7 @@ from rulegen.spec.loader import (
     load_text,
     read_source,
 )
-from rulegen.spec.locate import pydantic_diagnostics
+from rulegen.source.locate import pydantic_diagnostics
 from rulegen.spec.models import spec_model
 
 __all__ = [

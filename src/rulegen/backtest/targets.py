@@ -15,7 +15,7 @@ from rulegen.backtest.query import Samples
 from rulegen.backtest.replay import Labels, Suggestion, Summary
 from rulegen.build import BuildResult
 from rulegen.errors import UsageError
-from rulegen.model import AlertRule, RuleGroup
+from rulegen.generated import AlertRule, RuleGroup
 
 # --- what to replay --------------------------------------------------------------------------
 

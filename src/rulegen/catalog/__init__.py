@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from rulegen.catalog.definition import SignalDef
 from rulegen.catalog.trial import trial
 from rulegen.errors import Diagnostic, SpecError
-from rulegen.spec.loader import LoadError, load_file, load_text
-from rulegen.spec.locate import pydantic_diagnostics
+from rulegen.source.loader import LoadError, load_file, load_text
+from rulegen.source.locate import pydantic_diagnostics
 
 FAMILIES = ("node", "vllm", "dcgm", "grpc", "smartctl", "weights")
 

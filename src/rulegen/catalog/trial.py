@@ -15,7 +15,7 @@ from typing import Any
 
 from rulegen.catalog.definition import SeriesDef, SignalDef
 from rulegen.errors import Diagnostic
-from rulegen.spec.loader import PathKey, Positions
+from rulegen.source.loader import PathKey, Positions
 from rulegen.templating import TemplateFailure, TemplateLimit, evaluate, render_promql, render_text
 
 

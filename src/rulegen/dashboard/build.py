@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterable
 from decimal import Decimal
 
 from rulegen import promql, units
+from rulegen.alerts.model import ResolvedAlert
+from rulegen.alerts.resolve import render_quantity
+from rulegen.alerts.rules import record_names
 from rulegen.catalog import SignalDef
 from rulegen.dashboard.model import FILTERS, Dashboard, Panel, Query, Row
 from rulegen.diagnosis.model import Evidence, ResolvedDiagnosis
 from rulegen.diagnosis.rules import record_names as diagnosis_records
-from rulegen.groups import record_names
-from rulegen.resolve import ResolvedAlert, ResolvedSpec, render_quantity
+from rulegen.service import ResolvedSpec
 from rulegen.slo.model import ResolvedSLO, Tier
 from rulegen.slo.resolve import format_fraction
 from rulegen.slo.rules import (

@@ -1,6 +1,6 @@
 """Host-level recordings and the evidence of each diagnosis kind, as PromQL.
 
-Why: every join across exporters goes through one host label, set here once: a relabelled
+Why: every join across exporters goes through one host label (``rulegen.host``): a relabelled
 ``host_label`` kept through each aggregation, or ``host`` derived from ``instance``.
 """
 
@@ -9,25 +9,13 @@ from __future__ import annotations
 from decimal import Decimal
 
 from rulegen import promql, units
-from rulegen.diagnosis.model import Evidence, Host, Quantity, Recording
+from rulegen.diagnosis.model import Evidence, Quantity, Recording
 from rulegen.diagnosis.params import TTFT_METRIC, Context, Params
+from rulegen.host import with_host
 from rulegen.templating import quantile_name
 
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 REQUESTS_WAITING = "vllm:num_requests_waiting"
-# A port is stripped from ``instance``: node_exporter (:9100), vLLM (:8000) and dcgm-exporter
-# (:9400) on one machine then share ``host``. IPv6 targets keep their brackets.
-HOST_FROM_INSTANCE = '"host", "$1", "instance", "(.+?)(?::[0-9]+)?"'
-
-
-def host_of(label: str | None) -> Host:
-    """The spec's ``host_label``, or ``host`` derived from ``instance``."""
-    return Host(label, False) if label else Host("host", True)
-
-
-def with_host(host: Host, expr: str) -> str:
-    """``expr`` with the host label on every series (derived from ``instance`` when needed)."""
-    return f"label_replace({expr}, {HOST_FROM_INSTANCE})" if host.derived else expr
 
 
 class EvidenceBuilder:

@@ -13,7 +13,8 @@ from decimal import Decimal
 from typing import Literal
 
 from rulegen import promql
-from rulegen.model import Origin
+from rulegen.host import Host
+from rulegen.source.loader import Origin
 
 # The recordings a diagnosis reads, one value per host (and model, for vLLM series).
 Quantity = Literal["ttft", "disk", "network", "throughput", "gpu", "waiting"]
@@ -56,15 +57,6 @@ class Evidence:
     threshold: Decimal
     unit: Literal["duration", "percent", "number"]
     recording: Recording
-
-
-@dataclass(frozen=True)
-class Host:
-    """How series of different exporters are put on one host: a shared label, or ``host``
-    derived from ``instance`` without the port."""
-
-    label: str
-    derived: bool
 
 
 @dataclass(frozen=True)

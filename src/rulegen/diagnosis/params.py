@@ -13,9 +13,9 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
-from rulegen.diagnosis.model import Host
-from rulegen.fields import Collector, duration
-from rulegen.spec.loader import PathKey
+from rulegen.host import Host
+from rulegen.source.fields import Collector, duration
+from rulegen.source.loader import PathKey
 
 TTFT_METRIC = "vllm:time_to_first_token_seconds"
 MAX_WINDOW = Decimal(3600)

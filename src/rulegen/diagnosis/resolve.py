@@ -13,26 +13,22 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
-from rulegen.diagnosis.evidence import EvidenceBuilder, host_of
+from rulegen.diagnosis.evidence import EvidenceBuilder
 from rulegen.diagnosis.model import (
     ALERT_NAMES,
     EXPLAINS,
     ResolvedDiagnosis,
 )
 from rulegen.diagnosis.params import Context, Params, test_devices, window_of
-from rulegen.fields import Collector, duration, labels
-from rulegen.spec.loader import PathKey
+from rulegen.host import host_of
+from rulegen.source.fields import Collector, duration, labels
+from rulegen.source.loader import PathKey
 
 DEFAULT_SEVERITY = {
     "ttft_disk_bound": "critical",
     "throughput_network_bound": "warning",
     "gpu_kernel_contention": "warning",
 }
-# Labels rulegen sets, or that tell series of one host apart (a host label must not).
-RESERVED_HOST_LABELS = frozenset(
-    {"service", "severity", "alertname", "alertstate", "le", "model_name", "diagnosis",
-     "instance", "job", "device", "direction", "gpu", "UUID", "engine"}
-)  # fmt: skip
 
 
 def resolve_diagnoses(
@@ -46,8 +42,8 @@ def resolve_diagnoses(
 ) -> tuple[ResolvedDiagnosis, ...]:
     """Every diagnosis of a spec; ``alert_signals`` maps the spec's alert names to signals.
 
-    The spec's ``host_label`` is checked before (``rulegen.resolve``, against
-    ``RESERVED_HOST_LABELS`` and the labels of its alerts' series).
+    The spec's ``host_label`` is checked before (``rulegen.service``, against
+    ``rulegen.host.RESERVED_HOST_LABELS`` and the labels of its alerts' series).
     """
     if not spec.diagnoses:
         return ()

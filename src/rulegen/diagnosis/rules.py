@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rulegen import gotemplate, promql, units
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
-from rulegen.model import AlertRule, RecordingRule, RuleGroup
+from rulegen.generated import AlertRule, RecordingRule, RuleGroup
 from rulegen.templating import go_escape
 
 _OP_TEXT = {">": "above", "<": "below", "<=": "at most"}

@@ -10,7 +10,7 @@ from rulegen.lint.checks import LintTarget, lint_offline
 from rulegen.lint.findings import Finding
 from rulegen.lint.online import TIMEOUT, lint_online
 from rulegen.load import display, load_inputs
-from rulegen.spec.loader import load_file
+from rulegen.source.loader import load_file
 
 __all__ = ["Finding", "lint"]
 

@@ -8,16 +8,17 @@ rate window swallows, or a diagnosis that silences a page, before anyone reviews
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
 from rulegen import units
+from rulegen.alerts.model import ResolvedAlert
 from rulegen.diagnosis.model import ResolvedDiagnosis
 from rulegen.lint.findings import Finding, Severity
-from rulegen.resolve import ResolvedAlert, ResolvedSpec
+from rulegen.service import ResolvedSpec
 from rulegen.slo.model import ResolvedSLO
-from rulegen.spec.loader import PathKey, Positions
+from rulegen.source.loader import PathKey, Positions
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 MIN_SCRAPES_PER_WINDOW = 4  # one failed scrape plus ingestion races (Robust Perception)
@@ -242,13 +243,3 @@ def _label_conflicts(report: Reporter, spec: ResolvedSpec) -> None:
                 "error",
                 f"{diagnosis.name}: label {name!r} overwrites the {name} the diagnosis names",
             )
-
-
-def all_alert_paths(spec: ResolvedSpec) -> Iterator[tuple[str, PathKey]]:
-    """Every alert of a spec with its position path (for the online checks)."""
-    for alert in spec.alerts:
-        yield alert.name, path_key(alert.origin.path)
-    for diagnosis in spec.diagnoses:
-        yield diagnosis.name, path_key(diagnosis.origin.path)
-    for slo in spec.slos:
-        yield slo.alert_name, path_key(slo.origin.path)

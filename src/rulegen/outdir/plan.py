@@ -53,10 +53,6 @@ class Plan:
         """The manifest the folder will hold."""
         return manifest_text(self.entries)
 
-    def generated(self) -> set[str]:
-        """Every file rulegen owns in the folder afterwards (the manifest not included)."""
-        return set(self.entries)
-
 
 @dataclass
 class _Disk:

@@ -16,7 +16,7 @@ from typing import Any
 
 import promql_parser
 
-from rulegen.model import RuleGroup
+from rulegen.generated import RuleGroup
 from rulegen.promql import LABEL_NAME
 from rulegen.render.prometheus import rule_file
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rulegen.model import RuleGroup, ServiceOutput
+from rulegen.generated import RuleGroup, ServiceOutput
 from rulegen.render.prometheus import rule_file
 
 OPERATOR_API_VERSION = "monitoring.coreos.com/v1"

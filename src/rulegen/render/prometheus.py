@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rulegen.model import AlertRule, RuleGroup
+from rulegen.generated import AlertRule, RuleGroup
 
 
 def rule_file(groups: tuple[RuleGroup, ...]) -> dict[str, Any]:

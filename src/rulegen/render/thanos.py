@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import promql_parser
 
-from rulegen.model import AlertRule, RecordingRule, RuleGroup
+from rulegen.generated import AlertRule, RecordingRule, RuleGroup
 from rulegen.render.operator import PARTIAL_RESPONSE_STRATEGIES, with_strategy
 from rulegen.render.prometheus import rule_file
 

@@ -1,6 +1,6 @@
 """Recognise and load the one routing file, and the base Alertmanager file it may name.
 
-The base file is read like a spec (size, UTF-8, depth, tags, aliases: ``spec.loader``), and
+The base file is read like a spec (size, UTF-8, depth, tags, aliases: ``source.loader``), and
 both files are searched for inline credentials (``routing.secrets``), since both end up in the
 generated ``alertmanager.yml``.
 """
@@ -14,14 +14,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from rulegen.errors import Diagnostic
-from rulegen.fields import Collector
-from rulegen.render.alertmanager import OWNED_KEYS
+from rulegen.routing.config import OWNED_KEYS
 from rulegen.routing.model import ResolvedRouting
 from rulegen.routing.resolve import resolve_routing
 from rulegen.routing.secrets import find_secrets
-from rulegen.spec.loader import LoadedDocument as Document
-from rulegen.spec.loader import LoadError, decode_source, display, load_text, read_capped
-from rulegen.spec.locate import pydantic_diagnostics
+from rulegen.source.fields import Collector
+from rulegen.source.loader import LoadedDocument as Document
+from rulegen.source.loader import LoadError, decode_source, display, load_text, read_capped
+from rulegen.source.locate import pydantic_diagnostics
 from rulegen.spec.routing import RoutingFile
 
 

@@ -1,4 +1,4 @@
-"""Routing → ``alertmanager/alertmanager.yml`` and its routing tests; amtool validation.
+"""Routing → ``alertmanager/alertmanager.yml`` and its routing tests, and what to report.
 
 Why: the config and the tests are built from the same resolved tree and from every alert the
 service specs generate, so a renamed label that strands an alert is caught at build time.
@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rulegen import promql
-from rulegen.errors import ValidationFailed
-from rulegen.model import AlertRule, ServiceOutput
-from rulegen.render.alertmanager import alertmanager_config, routing_tests
+from rulegen.generated import AlertRule, ServiceOutput
+from rulegen.routing.config import alertmanager_config, routing_tests
 from rulegen.routing.model import Inhibit, ResolvedRouting
-from rulegen.validate import amtool
 
 CONFIG = "alertmanager/alertmanager.yml"
 TESTS = "alertmanager/routing-tests.yml"
@@ -139,25 +136,3 @@ def _paths(routing: ResolvedRouting) -> list[str]:
         out.append(route.path)
         stack.extend(route.routes)
     return out
-
-
-def validate_routing(
-    folder: Path, cases: Sequence[tuple[str, Mapping[str, str], tuple[str, ...]]]
-) -> list[str]:
-    """amtool check-config, then every routing test; raises ``ValidationFailed`` on a miss."""
-    checked = amtool.check_config(CONFIG, folder)
-    if not checked.ok:
-        raise ValidationFailed(
-            ["amtool check-config failed:", *(f"  {m}" for m in checked.messages)]
-        )
-    failures: list[str] = []
-    for name, labels, receivers in cases:
-        tested = amtool.routes_test(CONFIG, labels, receivers, folder)
-        if not tested.ok:
-            failures.extend(f"{name}: {m}" for m in tested.messages)
-    if failures:
-        raise ValidationFailed(["amtool routing tests failed:", *failures])
-    return [
-        "amtool check-config: alertmanager.yml ok",
-        f"amtool routing tests: {len(cases)} passed",
-    ]

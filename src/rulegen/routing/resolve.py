@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from rulegen import promql, units
-from rulegen.fields import Collector, duration
 from rulegen.routing.model import Inhibit, Receiver, ResolvedRouting, Route, RoutingTest
 from rulegen.routing.secrets import file_option
-from rulegen.spec.loader import PathKey
+from rulegen.source.fields import Collector, duration
+from rulegen.source.loader import PathKey
 
 INTEGRATIONS = {
     "webhook": "webhook_configs",

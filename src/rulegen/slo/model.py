@@ -11,7 +11,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from rulegen import promql
-from rulegen.model import Origin
+from rulegen.source.loader import Origin
 
 PAGE, TICKET = "page", "ticket"
 

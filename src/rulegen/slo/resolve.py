@@ -13,7 +13,6 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
-from rulegen.fields import Collector, duration, labels
 from rulegen.slo.model import (
     PAGE,
     TICKET,
@@ -24,7 +23,8 @@ from rulegen.slo.model import (
     SLOAlert,
     Tier,
 )
-from rulegen.spec.loader import PathKey
+from rulegen.source.fields import Collector, duration, labels
+from rulegen.source.loader import PathKey
 
 # Google SRE Workbook, ch. 5, "Multiwindow, Multi-Burn-Rate Alerts".
 DEFAULT_TIERS = (

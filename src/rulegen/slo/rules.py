@@ -11,7 +11,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from rulegen import promql, units
-from rulegen.model import AlertRule, RecordingRule, RuleGroup
+from rulegen.generated import AlertRule, RecordingRule, RuleGroup
 from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, format_fraction, windows_of
 from rulegen.slo.windows import Term, plan_windows

@@ -12,7 +12,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from rulegen import promql
-from rulegen.model import InputSeries
+from rulegen.generated import InputSeries
 from rulegen.slo.model import LatencySLI, RatioSLI, ResolvedSLO, SLOAlert
 from rulegen.slo.simulate import Traffic
 

@@ -125,9 +125,8 @@ def _factor(value: Fraction) -> float:
 
 @dataclass(frozen=True)
 class Timeline:
-    """Evaluation times (seconds) at which an alert is pending and firing."""
+    """Evaluation times (seconds) at which an alert is firing."""
 
-    pending: tuple[Decimal, ...]
     firing: tuple[Decimal, ...]
 
     def first_firing(self, after: Decimal = Decimal(-1)) -> Decimal | None:
@@ -148,7 +147,8 @@ def evaluations(traffic: Traffic) -> tuple[Decimal, ...]:
 
 
 def alert_timeline(slo: ResolvedSLO, alert: SLOAlert, traffic: Traffic) -> Timeline:
-    """Replay the alert's state machine (inactive → pending → firing) over the traffic."""
+    """Replay the alert's state machine (inactive → pending → firing) over the traffic; only
+    the firing times are kept (the generated tests check when an alert fires and resolves)."""
     return _timeline(slo.budget, slo.min_traffic, alert.for_seconds, _tiers(alert), traffic)
 
 
@@ -162,7 +162,6 @@ def _timeline(
     tiers: tuple[tuple[Decimal, Decimal, Fraction], ...], traffic: Traffic,
 ) -> Timeline:  # fmt: skip
     series = [_holds(budget, min_traffic, *tier, traffic) for tier in tiers]
-    pending: list[Decimal] = []
     firing: list[Decimal] = []
     active_since: Decimal | None = None
     times = evaluations(traffic)
@@ -170,10 +169,11 @@ def _timeline(
     for at, holding in zip(times, holding_at, strict=True):
         if holding:
             active_since = at if active_since is None else active_since
-            (firing if at - active_since >= for_seconds else pending).append(at)
+            if at - active_since >= for_seconds:
+                firing.append(at)
         else:
             active_since = None
-    return Timeline(tuple(pending), tuple(firing))
+    return Timeline(tuple(firing))
 
 
 def onset(slo: ResolvedSLO, tier: Tier, traffic: Traffic, after: Decimal) -> Decimal | None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
-from rulegen.spec.base import ALERT_NAME, Duration, Scalar, SpecBase
+from rulegen.source.base import ALERT_NAME, Duration, Scalar, SpecBase
 
 Regex = Annotated[Any, WithJsonSchema({"type": "string"})]
 # Physical block devices: device-mapper, md, loop and zram devices repeat the I/O of others.

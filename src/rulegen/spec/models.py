@@ -1,9 +1,9 @@
 """The user-facing spec (version 1) as pydantic models.
 
 Why: pydantic checks the structure (unknown keys, types, required fields) and gives the
-JSON Schema for editors; units and cross-references are checked in ``rulegen.resolve``, where
-the catalog is known. The alert union is built from the catalog, so a team's own signal gets
-its own keys in the schema.
+JSON Schema for editors; units and cross-references are checked by ``rulegen.service`` and
+each feature's ``resolve``, where the catalog is known. The alert union is built from the
+catalog, so a team's own signal gets its own keys in the schema.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, WithJsonSchema, create_model
 
 from rulegen.catalog import Catalog
-from rulegen.spec.base import (
+from rulegen.source.base import (
     ALERT_NAME,
     SERVICE_NAME,
     SLO_NAME,

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from rulegen.spec.base import Duration, SpecBase
+from rulegen.source.base import Duration, SpecBase
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 

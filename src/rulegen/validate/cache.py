@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from rulegen.spec.loader import LoadError, decode_source, load_text
+from rulegen.source.loader import LoadError, decode_source, load_text
 
 # Bumped when what goes into a key changes, so older markers stop matching.
 KEY_VERSION = "1"

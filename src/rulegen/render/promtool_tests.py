@@ -1,10 +1,14 @@
-"""Model test cases → a promtool unit-test file."""
+"""Generated test cases (``rulegen.generated.TestCase``) → a promtool unit-test file.
+
+Why ``promtool_tests`` and not ``tests``: it renders promtool's test-file format; the code
+that decides what a test checks is each feature's ``testgen``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rulegen.model import TestCase
+from rulegen.generated import TestCase
 
 
 def tests_file(

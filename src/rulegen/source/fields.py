@@ -1,7 +1,7 @@
-"""Field checks shared by the resolvers of alerts and SLOs.
+"""Field checks shared by every resolver (service, alerts, SLOs, diagnoses, routing).
 
-Why: every resolver reports errors the same way (all of them, each at its position) and
-parses durations and label sets with the same messages.
+Why: every resolver reports errors the same way (all of them, each at its position, through
+one ``Collector``) and parses durations and label sets with the same messages.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from decimal import Decimal
 
 from rulegen import promql, units
 from rulegen.errors import Diagnostic
-from rulegen.model import Origin
-from rulegen.spec.loader import PathKey, Positions, format_path
+from rulegen.source.loader import Origin, PathKey, Positions, format_path
 
 RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
 
@@ -30,10 +29,6 @@ class Collector:
     def origin(self, path: PathKey) -> Origin:
         line, col = self.positions.at(path)
         return Origin(self.positions.file, line, col, format_path(path))
-
-
-def _fmt(path: PathKey) -> str:
-    return format_path(path)
 
 
 def duration(

@@ -1,34 +1,29 @@
-"""Spec → resolved alerts → rule groups: defaults filled, units converted, PromQL rendered.
+"""The spec's ``alerts:`` entries → ``ResolvedAlert``: thresholds in their unit, defaults of
+the catalog signal filled, labels merged, PromQL rendered and checked.
 
-Why: the spec is for users (shorthands, optional blocks); this stage turns it into fully
-explicit objects, collecting every semantic error with its position before giving up.
+Why: the spec is for users (shorthands, optional keys); this stage makes every value of an
+alert explicit, collecting every semantic error with its position before giving up, and
+bounds what a generated test would have to evaluate.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from rulegen import promql, units
+from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog import Catalog, SignalDef
-from rulegen.diagnosis.model import Host, ResolvedDiagnosis
-from rulegen.diagnosis.resolve import RESERVED_HOST_LABELS, resolve_diagnoses
-from rulegen.errors import Diagnostic
-from rulegen.fields import Collector, duration
-from rulegen.fields import labels as label_set
-from rulegen.model import Origin
-from rulegen.slo.model import ResolvedSLO
-from rulegen.slo.resolve import resolve_slos
-from rulegen.spec.loader import PathKey, Positions
-from rulegen.spec.models import TargetSettings
+from rulegen.source.fields import Collector, duration
+from rulegen.source.fields import labels as label_set
+from rulegen.source.loader import PathKey
 from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
 
 # Limits that keep every alert testable: a generated promtool test evaluates the whole rule
 # file at each evaluation up to window + for, so these bound its run time.
-MAX_INTERVAL = Decimal(3600)
 MAX_FOR = Decimal(86400)
 MAX_WINDOW = Decimal(86400)
 MAX_EVALUATIONS = 20_000
@@ -44,94 +39,7 @@ _VALUE_ACTION = {
 }
 
 
-@dataclass(frozen=True)
-class ResolvedAlert:
-    """One alert with every value explicit, ready for rules and test synthesis."""
-
-    name: str
-    signal: SignalDef | None
-    severity: str
-    threshold: Decimal
-    for_seconds: Decimal
-    window: str | None
-    window_seconds: Decimal
-    params: Mapping[str, Any]
-    selector_matchers: tuple[promql.Matcher, ...]
-    quantity: str
-    record: str | None
-    expr: str
-    labels: tuple[tuple[str, str], ...]
-    annotations: tuple[tuple[str, str], ...]
-    origin: Origin
-    # Set when a diagnosis explains this alert: it then carries the host label it inhibits on.
-    host: Host | None = None
-
-
-@dataclass(frozen=True)
-class ResolvedSpec:
-    """A service spec after resolution."""
-
-    service: str
-    source: str
-    evaluation_interval: Decimal
-    scrape_interval: Decimal
-    alerts: tuple[ResolvedAlert, ...]
-    slos: tuple[ResolvedSLO, ...] = ()
-    diagnoses: tuple[ResolvedDiagnosis, ...] = ()
-    host_label: str | None = None
-    retention: Decimal | None = None
-    max_group_rules: int | None = None
-    targets: TargetSettings = TargetSettings()
-
-
-def resolve_spec(
-    spec: Any, positions: Positions, catalog: Catalog
-) -> tuple[ResolvedSpec | None, list[Diagnostic]]:
-    """Resolve one validated spec; returns the result or the diagnostics that prevent it."""
-    col = Collector(positions)
-    evaluation = duration(
-        col, ("evaluation_interval",), spec.evaluation_interval, positive=True, most=MAX_INTERVAL
-    )
-    scrape = duration(
-        col, ("scrape_interval",), spec.scrape_interval, positive=True, most=MAX_INTERVAL
-    )
-    selectors = _selectors(col, spec.selectors, catalog)
-    spec_labels = label_set(col, ("labels",), spec.labels)
-    retention = None
-    if spec.retention is not None:
-        retention = duration(col, ("retention",), spec.retention, positive=True)
-    if spec.runbook_url is not None and not re.match(r"^https?://\S+$", spec.runbook_url):
-        col.error(("runbook_url",), f"must be an http(s) URL (got {spec.runbook_url!r})")
-    if not spec.alerts and not spec.slos and not spec.diagnoses:
-        col.error((), "a spec needs at least one entry in alerts, slos or diagnoses")
-    _kubernetes_labels(col, spec.targets.operator.labels)
-    _mimir_namespace(col, spec.targets.mimir.namespace)
-    host_ok = _host_label(col, spec, catalog)
-    intervals = (evaluation or Decimal(30), scrape or Decimal(15))
-    alerts = _alerts(col, spec, spec_labels, intervals, selectors, catalog)
-    slos: tuple[ResolvedSLO, ...] = ()
-    diagnoses: tuple[ResolvedDiagnosis, ...] = ()
-    if evaluation is not None and scrape is not None:
-        slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
-        signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
-        if host_ok:
-            diagnoses = resolve_diagnoses(
-                col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
-            )
-    if col.diagnostics or evaluation is None or scrape is None:
-        return None, col.diagnostics
-    explained = {name for d in diagnoses for name in d.explains}
-    if explained:
-        host = diagnoses[0].host
-        alerts = [replace(a, host=host) if a.name in explained else a for a in alerts]
-    resolved = ResolvedSpec(
-        spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
-        spec.host_label, retention, spec.max_group_rules, spec.targets,
-    )  # fmt: skip
-    return resolved, []
-
-
-def _alerts(
+def resolve_alerts(
     col: Collector,
     spec: Any,
     spec_labels: tuple[tuple[str, str], ...],
@@ -139,6 +47,7 @@ def _alerts(
     selectors: Mapping[str, tuple[promql.Matcher, ...]],
     catalog: Catalog,
 ) -> list[ResolvedAlert]:
+    """Every alert of a spec, each checked at its position (errors go to ``col``)."""
     alerts: list[ResolvedAlert] = []
     names: dict[str, int] = {}
     for index, alert in enumerate(spec.alerts or ()):
@@ -164,80 +73,7 @@ def _alerts(
     return alerts
 
 
-_K8S_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-_K8S_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_K8S_NAME}$")
-_K8S_VALUE = re.compile(rf"^({_K8S_NAME})?$")
-
-
-def _kubernetes_labels(col: Collector, labels: Mapping[str, str]) -> None:
-    """The PrometheusRule's labels must be Kubernetes labels (the API server rejects others)."""
-    for key, value in labels.items():
-        path: PathKey = ("targets", "operator", "labels", key)
-        if not _K8S_KEY.match(key):
-            col.error(path, "invalid Kubernetes label key (prefix/name, name at most 63 chars)")
-        elif not _K8S_VALUE.match(value):
-            col.error(path, f"invalid Kubernetes label value {value!r} (at most 63 chars of "
-                            "[A-Za-z0-9_.-], starting and ending alphanumeric)")  # fmt: skip
-
-
-# A file name is at most 255 bytes on the usual file systems; ``.yaml`` takes five.
-MAX_MIMIR_NAMESPACE = 250
-
-
-def _mimir_namespace(col: Collector, namespace: str | None) -> None:
-    """The Mimir namespace names the file ``mimir/<namespace>.yaml``: it must be one plain name.
-
-    Why: ``.`` and ``..`` would write ``..yaml`` and ``...yaml``, hidden files that
-    ``mimirtool rules load mimir/*.yaml`` never loads (so do other names starting with ``.``);
-    a name past the file system's limit fails the write. The spec's pattern already keeps
-    ``/``, controls and the empty name out.
-    """
-    if namespace is None:
-        return
-    path: PathKey = ("targets", "mimir", "namespace")
-    where = f"it names the output file mimir/{namespace}.yaml"
-    if namespace.startswith("."):
-        col.error(path, f"must not start with '.' (got {namespace!r}): {where}, a hidden file")
-    elif len(namespace) > MAX_MIMIR_NAMESPACE:
-        col.error(
-            path,
-            f"must be at most {MAX_MIMIR_NAMESPACE} characters (got {len(namespace)}): it names "
-            "the output file mimir/<namespace>.yaml",
-        )
-
-
-def _host_label(col: Collector, spec: Any, catalog: Catalog) -> bool:
-    """``host_label`` must be a label every series of one host shares, and nothing else.
-
-    Why: it is kept through the catalog signals' aggregations and set on every series of
-    their generated tests, so a label those series already carry (``le``, ``grpc_method``,
-    ``device``…) would be overwritten, and a label starting with ``__`` never reaches a result.
-    """
-    label = spec.host_label
-    if label is None:
-        return True
-    if label.startswith("__"):
-        col.error(
-            ("host_label",),
-            f"{label!r} cannot be the host label: labels starting with __ are reserved for "
-            "Prometheus' internal use",
-        )
-        return False
-    taken = set(RESERVED_HOST_LABELS)
-    for alert in spec.alerts or ():
-        if alert.signal != "custom":
-            taken.update(_recipe_labels(catalog.signals[alert.signal]))
-    if label in taken:
-        col.error(
-            ("host_label",),
-            f"{label!r} cannot be the host label: rulegen sets it or it differs between the "
-            "series of one host",
-        )
-        return False
-    return True
-
-
-def _recipe_labels(signal: SignalDef) -> set[str]:
+def recipe_labels(signal: SignalDef) -> set[str]:
     """Every label the series of a signal's generated tests carry (or its histogram's ``le``)."""
     test = signal.test
     names = {*test.labels, *test.vary_alt, *(test.keep or ()), *test.add, *test.drop}
@@ -258,23 +94,6 @@ class _AlertContext:
     spec_labels: tuple[tuple[str, str], ...]
     evaluation: Decimal
     scrape: Decimal
-
-
-def _selectors(
-    col: Collector, selectors: Mapping[str, str], catalog: Catalog
-) -> dict[str, tuple[promql.Matcher, ...]]:
-    out: dict[str, tuple[promql.Matcher, ...]] = {}
-    for family, text in selectors.items():
-        if family not in catalog.families:
-            col.error(
-                ("selectors", family), f"unknown family (known: {', '.join(catalog.families)})"
-            )
-            continue
-        try:
-            out[family] = promql.parse_matchers(text)
-        except ValueError as exc:
-            col.error(("selectors", family), str(exc))
-    return out
 
 
 def _final_labels(ctx: _AlertContext, alert: Any) -> tuple[tuple[str, str], ...]:

@@ -1,4 +1,9 @@
-"""Model routing → the data of ``alertmanager.yml`` and of its routing tests."""
+"""The resolved routing tree → the data of ``alertmanager.yml`` and of its routing tests.
+
+Why in ``rulegen.routing``: only routing reads or writes this data (the loader checks a base
+file against ``OWNED_KEYS``, the output module fills it in), so the package owns it and the
+renderers of rule files never import routing.
+"""
 
 from __future__ import annotations
 

@@ -60,6 +60,20 @@ class Positions:
         return Diagnostic(self.file, line, col, format_path(path), message)
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where in a spec a rule comes from, to map promtool's messages back to the user.
+
+    Why here: it is a position in an input file, like a diagnostic's; resolved objects and
+    generated rules carry it, so a problem found as late as promtool still names the spec line.
+    """
+
+    file: str
+    line: int
+    col: int
+    path: str
+
+
 @dataclass
 class LoadedDocument:
     """A parsed YAML document and where each of its values sits in the file."""

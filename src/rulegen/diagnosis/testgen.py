@@ -22,8 +22,8 @@ from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.rules import predict_description, summary
 from rulegen.errors import Diagnostic, SpecError
-from rulegen.model import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
-from rulegen.synth import SynthError, histogram_plan
+from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
+from rulegen.synthetic import SynthError, histogram_plan
 
 MODEL = "deepseek-v4"
 PER_STEP = 200  # TTFT observations per scrape

@@ -1,4 +1,4 @@
-"""Resolved alerts → rule groups: one group per signal family, recordings before alerts.
+"""Resolved threshold alerts → rule groups: one group per signal family, recordings before alerts.
 
 Why: Prometheus evaluates groups concurrently and the rules of a group one after another, so
 a group per family keeps a recording and the alert that reads it in evaluation order, while
@@ -9,59 +9,74 @@ without ever separating a recording from an alert that reads it.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from rulegen import promql, units
-from rulegen.diagnosis.evidence import with_host
-from rulegen.model import AlertRule, RecordingRule, RuleGroup
-from rulegen.resolve import ResolvedAlert, ResolvedSpec
+from rulegen.alerts.model import ResolvedAlert
+from rulegen.generated import AlertRule, RecordingRule, RuleGroup
+from rulegen.host import with_host
 
 # A recording and every alert that reads it, or a lone alert: never split across groups.
 _Unit = tuple[list[RecordingRule], list[AlertRule]]
 
 
-def build_groups(spec: ResolvedSpec, family_order: tuple[str, ...]) -> tuple[RuleGroup, ...]:
-    """Group rules by signal family: recordings first, then the alerts that read them."""
-    interval = units.format_duration(spec.evaluation_interval)
+def build_groups(
+    service: str,
+    alerts: tuple[ResolvedAlert, ...],
+    evaluation: Decimal,
+    family_order: tuple[str, ...],
+    max_group_rules: int | None = None,
+) -> tuple[RuleGroup, ...]:
+    """Group a service's alert rules by signal family: recordings first, then the alerts that
+    read them; a family past ``max_group_rules`` rules is split."""
+    interval = units.format_duration(evaluation)
     by_family: dict[str, list[ResolvedAlert]] = {}
-    for alert in spec.alerts:
+    for alert in alerts:
         by_family.setdefault(alert.signal.family if alert.signal else "custom", []).append(alert)
     order = [f for f in (*family_order, "custom") if f in by_family]
-    records = record_names(spec.alerts)
+    records = record_names(alerts)
     groups: list[RuleGroup] = []
     for family in order:
         family_units: dict[str, _Unit] = {}
         for alert in by_family[family]:
-            expr = alert.expr
-            key = f"alert:{alert.name}"
-            recording = None
-            if alert.record is not None:
-                # The service label keeps two services' recordings (and a mixin's recording of
-                # the same name) apart; the alert reads only its own.
-                name = records[alert.name]
-                own = (("service", spec.service),)
-                recording = RecordingRule(name, alert.quantity, own, alert.origin)
-                selector = f"{name}{{service={promql.quote(spec.service)}}}"
-                expr = expr.replace(alert.record, selector, 1)
-                key = f"record:{name}"
-            if alert.host is not None and alert.host.derived:
-                expr = with_host(alert.host, expr)
-            rule = AlertRule(
-                alert.name,
-                expr,
-                units.format_duration(alert.for_seconds) if alert.for_seconds else "",
-                alert.labels,
-                alert.annotations,
-                alert.origin,
-            )
-            unit = _unit_of(family_units, key, recording)
-            unit[1].append(rule)
-        name = f"{spec.service}-{family}"
-        for index, chunk in enumerate(_pack(list(family_units.values()), spec.max_group_rules)):
+            key, recording, rule = _rules_of(service, alert, records)
+            _unit_of(family_units, key, recording)[1].append(rule)
+        name = f"{service}-{family}"
+        for index, chunk in enumerate(_pack(list(family_units.values()), max_group_rules)):
             suffix = f"-{index + 1}" if index else ""
             recordings = [r for unit in chunk for r in unit[0]]
-            alerts = [a for unit in chunk for a in unit[1]]
-            groups.append(RuleGroup(name + suffix, interval, (*recordings, *alerts)))
+            rules = [a for unit in chunk for a in unit[1]]
+            groups.append(RuleGroup(name + suffix, interval, (*recordings, *rules)))
     return tuple(groups)
+
+
+def _rules_of(
+    service: str, alert: ResolvedAlert, records: dict[str, str]
+) -> tuple[str, RecordingRule | None, AlertRule]:
+    """The alert's rule, the recording it reads (if any), and the key of their unit."""
+    expr = alert.expr
+    key = f"alert:{alert.name}"
+    recording = None
+    if alert.record is not None:
+        # The service label keeps two services' recordings (and a mixin's recording of
+        # the same name) apart; the alert reads only its own.
+        name = records[alert.name]
+        own = (("service", service),)
+        recording = RecordingRule(name, alert.quantity, own, alert.origin)
+        selector = f"{name}{{service={promql.quote(service)}}}"
+        expr = expr.replace(alert.record, selector, 1)
+        key = f"record:{name}"
+    if alert.host is not None and alert.host.derived:
+        expr = with_host(alert.host, expr)
+    rule = AlertRule(
+        alert.name,
+        expr,
+        units.format_duration(alert.for_seconds) if alert.for_seconds else "",
+        alert.labels,
+        alert.annotations,
+        alert.origin,
+    )
+    return key, recording, rule
 
 
 def _unit_of(units: dict[str, _Unit], key: str, recording: RecordingRule | None) -> _Unit:

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from rulegen.errors import Diagnostic
-from rulegen.routing.secrets import SECRET_FIELDS, has_url_credentials
-from rulegen.spec.loader import PathKey, Positions
+from rulegen.source.credentials import SECRET_FIELDS, has_url_credentials
+from rulegen.source.loader import PathKey, Positions
 
 _TAGGED = "function-after", "function-before", "function-plain", "function-wrap"
 

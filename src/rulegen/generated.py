@@ -1,22 +1,16 @@
-"""The resolved model: rules and tests as plain typed objects, the only input of renderers.
+"""The output model: generated rules and promtool tests as plain typed objects.
 
-Why: every default, label merge and unit conversion happens before this point, so renderers
-are pure functions from these objects to YAML-ready data.
+Why: every feature (alerts, SLOs, diagnoses) produces these and every renderer and target
+reads only these, so defaults, label merges and unit conversions all happen before this
+point and renderers are pure functions from these objects to YAML-ready data. (Each
+feature's ``model.py`` is its resolved *input*; this module is the one *output* model.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Origin:
-    """Where in a spec a rule comes from, to map promtool's messages back to the user."""
-
-    file: str
-    line: int
-    col: int
-    path: str
+from rulegen.source.loader import Origin
 
 
 @dataclass(frozen=True)
@@ -129,6 +123,5 @@ class ServiceOutput:
     evaluation_interval: str
     groups: tuple[RuleGroup, ...]
     tests: tuple[TestCase, ...]
-    user_tests: tuple[str, ...] = field(default=())
     slos: tuple[SLOOutput, ...] = field(default=())
     explanations: tuple[Explanation, ...] = field(default=())

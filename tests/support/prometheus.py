@@ -5,6 +5,10 @@ data for it. The series of rulegen's generated tests are backfilled into a TSDB
 (``promtool tsdb create-blocks-from openmetrics``), then every recording rule is backfilled
 level by level (``create-blocks-from rules`` evaluates through a running server, so a
 recording that reads another one waits until that one's blocks are loaded).
+
+Why under ``tests/support`` and not in the package: only the tests and the benchmarks
+(``benchmarks/slo_cost.py`` puts ``tests/`` on ``sys.path``) start a Prometheus; rulegen
+itself never does.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Types shared by every part of the spec: strict immutable models, unit-typed values.
+"""Types shared by every input model: strict immutable models, unit-typed values.
 
-Why: the alert, SLO and diagnosis models all take durations and scalars whose unit decides
-how they parse; the check and its message live in the resolvers, not in pydantic's unions.
+Why: the service spec's alerts, SLOs and diagnoses and the routing file all take durations
+and scalars whose unit decides how they parse; the check and its message live in the
+resolvers, not in pydantic's unions.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
-# Values whose type depends on a unit are checked by ``rulegen.resolve`` with the unit's own
+# Values whose type depends on a unit are checked by the resolvers with the unit's own
 # message ("invalid duration 5 (expected … 30s, 5m)"), not by pydantic's union of types.
 Duration = Annotated[Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+[smhdwy]"})]
 Scalar = Annotated[Any, WithJsonSchema({"type": ["string", "number"]})]

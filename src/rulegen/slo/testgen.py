@@ -14,7 +14,7 @@ from fractions import Fraction
 from math import ceil, floor
 
 from rulegen import promql, units
-from rulegen.model import ExprCheck, TestCase
+from rulegen.generated import ExprCheck, TestCase
 from rulegen.slo.isolation import alone, isolate
 from rulegen.slo.model import PAGE, TICKET, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, windows_of

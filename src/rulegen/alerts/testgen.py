@@ -1,4 +1,5 @@
-"""Generated promtool tests: synthetic series from the catalog's recipes, checks at exact times.
+"""Generated promtool tests of threshold alerts: synthetic series from the catalog's recipes,
+checks at exact times.
 
 Why: a threshold is only trustworthy when a test shows the alert stays silent below it, is
 pending before ``for`` elapses, fires after it with exact labels and annotations, and ignores
@@ -14,31 +15,19 @@ such rates are exact from the second sample ("ratio" signals), gauges from the f
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from rulegen import gotemplate, promql, units
+from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
 from rulegen.errors import Diagnostic, SpecError
-from rulegen.model import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
-from rulegen.resolve import ResolvedAlert, ResolvedSpec
+from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
+from rulegen.host import host_from_instance
+from rulegen.synthetic import MARGIN, Plan, SynthError, histogram_plan
 from rulegen.templating import TemplateFailure, evaluate, render_promql
-
-MARGIN = Decimal("0.000000001")
-
-
-class SynthError(ValueError):
-    """No test can be built for an alert (unsatisfiable matchers, a recipe error).
-
-    ``field`` names the spec key of the alert that causes it, when one does.
-    """
-
-    def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(message)
-        self.field = field
 
 
 class _Collision(Exception):
@@ -54,27 +43,17 @@ class _Scenario:
     histogram: HistogramDef | None
 
 
-@dataclass(frozen=True)
-class Plan:
-    """Values of the quantity in the firing and the quiet case, and the histogram layout."""
-
-    fire: Decimal
-    quiet: Decimal
-    fire_bucket: Decimal | None = None
-    quiet_bucket: Decimal | None = None
-
-
-def build_tests(spec: ResolvedSpec) -> tuple[TestCase, ...]:
-    """One promtool test case per catalog alert of the spec; errors name the alert."""
+def build_tests(
+    alerts: tuple[ResolvedAlert, ...], evaluation: Decimal, scrape: Decimal, host_label: str | None
+) -> tuple[TestCase, ...]:
+    """One promtool test case per catalog alert of a spec; errors name the alert."""
     cases = []
     failures: list[Diagnostic] = []
-    for alert in spec.alerts:
+    for alert in alerts:
         if alert.signal is None:
             continue
         try:
-            cases.append(
-                alert_test(alert, spec.evaluation_interval, spec.scrape_interval, spec.host_label)
-            )
+            cases.append(alert_test(alert, evaluation, scrape, host_label))
         except (SynthError, TemplateFailure) as exc:
             # a recipe can fail only with the spec's own values (a team's signal file)
             origin = alert.origin
@@ -227,32 +206,6 @@ def _below(threshold: Decimal, integer: bool) -> Decimal:
     if integer:
         return threshold.to_integral_value(ROUND_FLOOR)
     return (threshold * QUIET).normalize()
-
-
-def histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: Decimal) -> Plan:
-    """Put every observation in one bucket: above the threshold to fire, at or below it not to.
-
-    Why: with all observations in (lower, upper], histogram_quantile returns exactly
-    lower + (upper - lower) * quantile, so the expected value is known without float noise.
-    """
-    index = next(i for i, b in enumerate(bounds) if b >= threshold)
-    if index + 1 < len(bounds):
-        lower, upper = bounds[index], bounds[index + 1]
-        fire, fire_bucket = lower + (upper - lower) * quantile, upper
-    else:
-        fire, fire_bucket = bounds[-1], bounds[-1] * 2
-    quiet_index = max(i for i, b in enumerate(bounds) if b <= threshold)
-    quiet_lower = bounds[quiet_index - 1] if quiet_index else Decimal(0)
-    quiet_upper = bounds[quiet_index]
-    quiet = quiet_lower + (quiet_upper - quiet_lower) * quantile
-    for value in (fire, quiet):
-        if abs(value - threshold) <= MARGIN * threshold:
-            raise SynthError(
-                f"quantile {units.literal(quantile)} puts the interpolated value on the threshold "
-                "in float precision; use a quantile between 0.01 and 0.9999",
-                "quantile",
-            )
-    return Plan(fire.normalize(), quiet.normalize(), fire_bucket, quiet_upper)
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -498,16 +451,10 @@ def _with_host_label(scenarios: list[_Scenario], host_label: str | None) -> list
         return scenarios
     out = []
     for scenario in scenarios:
-        host = _host_of(scenario.labels.get("instance", ""))
+        host = host_from_instance(scenario.labels.get("instance", ""))
         labels = {**scenario.labels, host_label: host} if host else scenario.labels
         out.append(replace(scenario, labels=labels))
     return out
-
-
-def _host_of(instance: str) -> str:
-    """``instance`` without its port, as ``label_replace`` derives ``host`` in the rules."""
-    found = re.fullmatch(r"(.+?)(?::[0-9]+)?", instance)
-    return found.group(1) if found else ""
 
 
 def _result_labels(
@@ -524,7 +471,7 @@ def _result_labels(
     }
     series_labels.update(signal.test.add)
     if alert.host is not None and alert.host.derived:
-        host = _host_of(series_labels.get("instance", ""))
+        host = host_from_instance(series_labels.get("instance", ""))
         if host:
             series_labels[alert.host.label] = host
     if alert.record is not None:
