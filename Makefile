@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# pytest processes `make test-fast` runs side by side, one per core (FAST_JOBS=1: one process)
+FAST_JOBS ?= 2
 
-.PHONY: help install build check test lint fmt typecheck update-golden check-rules schema ci
+.PHONY: help install build check test test-fast lint fmt typecheck update-golden check-rules schema ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -24,6 +26,17 @@ check: install ## fail when the committed rules/ is stale
 
 test: install ## the whole test suite (needs promtool: apt-get install prometheus)
 	$(BIN)/pytest -q
+
+test-fast: install ## the tests not marked slow (no promtool, no servers), FAST_JOBS=2 at once
+	@status=0; logs=""; pids=""; \
+	for i in $$(seq 2 $(FAST_JOBS)); do \
+	  log=$$(mktemp); logs="$$logs $$log"; \
+	  $(BIN)/pytest -q -m "not slow" --shard $$i/$(FAST_JOBS) >$$log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	$(BIN)/pytest -q -m "not slow" --shard 1/$(FAST_JOBS) || status=1; \
+	for pid in $$pids; do wait $$pid || status=1; done; \
+	for log in $$logs; do cat $$log; rm -f $$log; done; \
+	exit $$status
 
 lint: install ## ruff + mypy --strict
 	$(BIN)/ruff check src tests benchmarks

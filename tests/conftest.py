@@ -1,14 +1,22 @@
-"""Shared fixtures: file trees from inline YAML, and the CLI run in-process or as a subprocess."""
+"""Shared fixtures: file trees from inline YAML, and the CLI run in-process or as a subprocess.
+
+Also the guard of the ``slow`` marker: a test that starts a process (promtool, amtool,
+Prometheus, ``python -m rulegen``, a forked build or worker) or a server without being marked
+``slow`` fails, so that ``make test-fast`` (``-m "not slow"``) needs no external tool and
+stays fast.
+"""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -18,12 +26,112 @@ from rulegen.validate.promtool import find_promtool
 REPO = Path(__file__).resolve().parent.parent
 
 
+# --- the slow-marker guard -------------------------------------------------------------------
+# What the running test started (from any thread, fixtures included): processes by name,
+# ``a forked process`` and ``a server`` (a listening socket).
+_STARTED: list[str] = []
+_PATCH = pytest.MonkeyPatch()
+
+
+def _process_name(args: object) -> str:
+    """``promtool`` for ``[".../promtool", ...]``, ``rulegen`` for ``python -m rulegen``."""
+    if isinstance(args, str | bytes | os.PathLike):
+        words = [os.fsdecode(args)]
+    else:
+        words = [os.fsdecode(word) for word in cast("Sequence[str]", args)]
+    if len(words) >= 3 and words[1] == "-m":
+        return words[2]
+    return Path(words[0]).name if words else "?"
+
+
+def _watch_starts() -> None:
+    """Note every process start and every listening socket.
+
+    Why these three places: every ``subprocess`` call (``run``, ``Popen``, ``check_output``,
+    asyncio's) goes through ``Popen._execute_child``; forked children (a build killed
+    mid-commit, ``multiprocessing`` workers) through ``os.fork``; and every server
+    (``http.server``, ``socket.create_server``, asyncio) through ``socket.listen``.
+    """
+    execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]  # private, not in typeshed
+    fork = os.fork
+    listen = socket.socket.listen
+
+    def watched_execute_child(self: object, args: object, *rest: object) -> object:
+        _STARTED.append(_process_name(args))
+        return execute_child(self, args, *rest)
+
+    def watched_fork() -> int:
+        _STARTED.append("a forked process")
+        return fork()
+
+    def watched_listen(self: socket.socket, *backlog: int) -> None:
+        _STARTED.append("a server")
+        listen(self, *backlog)
+
+    _PATCH.setattr(subprocess.Popen, "_execute_child", watched_execute_child)
+    _PATCH.setattr(os, "fork", watched_fork)
+    _PATCH.setattr(socket.socket, "listen", watched_listen)
+
+
+def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001  # pytest's hook signature
+    _watch_starts()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:  # noqa: ARG001  # pytest's hook signature
+    _PATCH.undo()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:  # noqa: ARG001  # pytest's hook signature
+    _STARTED.clear()  # before the test's fixtures, so a module fixture counts for its first test
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """After a test's teardown: a test not marked ``slow`` that started a process or a server
+    fails (its teardown is reported as an error, so the session fails too)."""
+    report = yield
+    if call.when == "teardown" and _STARTED and item.get_closest_marker("slow") is None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started {', '.join(sorted(set(_STARTED)))} but is not marked slow: "
+            "add @pytest.mark.slow (or pytestmark = pytest.mark.slow for a whole file)"
+        )
+    return report
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
         action="store_true",
         help="rewrite tests/golden/*/expected from the current output",
     )
+    parser.addoption(
+        "--shard",
+        metavar="I/N",
+        help="run only every N-th selected test, starting with the I-th (make test-fast runs "
+        "the N slices side by side, one per core)",
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected theirs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--shard I/N``: keep the I-th of N interleaved slices of the selected tests.
+
+    Why interleaved: neighbouring tests (the rows of one table) cost about the same, so every
+    slice gets a fair share of the slow tables and the slices finish together.
+    """
+    shard = config.getoption("--shard")
+    if shard is None:
+        return
+    index, _, count = str(shard).partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise pytest.UsageError(f"--shard {shard}: expected I/N with 1 <= I <= N, like 1/2")
+    start, step = int(index) - 1, int(count)
+    config.hook.pytest_deselected(items=[item for n, item in enumerate(items) if n % step != start])
+    items[:] = items[start::step]
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from conftest import snapshot, write_tree
 from rulegen.cli import run
 from rulegen.outdir import transaction as commit_module
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")]
 
 Tree = dict[str, bytes | None]
 Trees = tuple[Path, Tree, Tree]

@@ -78,10 +78,12 @@ BAD_ARGS = [
 
 
 @pytest.mark.parametrize(("argv", "line"), [c[1:] for c in BAD_ARGS], ids=[c[0] for c in BAD_ARGS])
+@pytest.mark.slow
 def test_usage_errors_are_one_line(specs: Path, argv: list[str], line: str) -> None:
     assert one_line_error(backtest(specs, "--prometheus", dead_url(), *argv)) == line
 
 
+@pytest.mark.slow
 def test_unreachable_prometheus_is_one_line(specs: Path) -> None:
     url = dead_url()
     result = backtest(specs, "--prometheus", url, "--from", "0", "--to", "3600")
@@ -89,6 +91,7 @@ def test_unreachable_prometheus_is_one_line(specs: Path) -> None:
     assert line == f"rulegen: error: cannot reach Prometheus at {url}: Connection refused"
 
 
+@pytest.mark.slow
 def test_not_a_url(specs: Path) -> None:
     result = backtest(specs, "--prometheus", "localhost:9090", "--from", "0", "--to", "60")
     line = one_line_error(result)
@@ -97,11 +100,13 @@ def test_not_a_url(specs: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_missing_required_flag(specs: Path) -> None:
     line = one_line_error(backtest(specs, "--from", "0", "--to", "60"))
     assert "--prometheus" in line
 
 
+@pytest.mark.slow
 def test_missing_matplotlib_exits_3(specs: Path, tmp_path: Path) -> None:
     """``--plot`` without matplotlib: exit 3 with the install line, before any query."""
     shim = write_tree(tmp_path / "shim", {"matplotlib/__init__.py": "raise ImportError('no')\n"})

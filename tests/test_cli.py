@@ -28,6 +28,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: Cli) -> None:
     _copy_example(in_tmp)
     committed = _snapshot(in_tmp / "rules")
@@ -89,6 +90,7 @@ def test_two_builds_write_identical_bytes(in_tmp: Path, cli: Cli) -> None:
     assert _snapshot(in_tmp / "a") == _snapshot(in_tmp / "b")
 
 
+@pytest.mark.slow
 def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
     in_tmp: Path, cli: Cli
 ) -> None:
@@ -109,6 +111,7 @@ def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
     assert not [p for p in in_tmp.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_promtool_rejection_is_mapped_to_the_spec_line(in_tmp: Path, cli: Cli) -> None:
     write_tree(
         in_tmp,
@@ -136,6 +139,7 @@ def test_promtool_rejection_is_mapped_to_the_spec_line(in_tmp: Path, cli: Cli) -
     assert sorted(p.name for p in in_tmp.iterdir()) == ["specs"]
 
 
+@pytest.mark.slow
 def test_missing_promtool_exits_3_with_install_hint(tmp_path: Path) -> None:
     _copy_example(tmp_path)
     venv_bin = Path(shutil.which("python3") or "python3").parent
@@ -148,6 +152,7 @@ def test_missing_promtool_exits_3_with_install_hint(tmp_path: Path) -> None:
     assert "Traceback" not in result.err
 
 
+@pytest.mark.slow
 def test_no_validate_builds_without_promtool(tmp_path: Path) -> None:
     _copy_example(tmp_path)
     venv_bin = Path(shutil.which("python3") or "python3").parent
@@ -181,6 +186,7 @@ def test_committed_schema_is_up_to_date(cli: Cli, monkeypatch: pytest.MonkeyPatc
     assert result.out == (REPO / "schema" / "rulegen.schema.json").read_text(), "run make schema"
 
 
+@pytest.mark.slow
 def test_version_prints_and_exits_0() -> None:
     result = run_rulegen("--version", cwd=REPO)
     assert (result.code, result.out.strip()) == (0, "rulegen 0.1.0")
@@ -192,6 +198,7 @@ def test_usage_error_exits_2(cli: Cli) -> None:
     assert result.err.strip() == "rulegen: error: unrecognized arguments: --bogus"
 
 
+@pytest.mark.slow
 def test_user_templates_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -> None:
     write_tree(
         in_tmp,
@@ -222,6 +229,7 @@ def test_out_pointing_at_a_file_is_a_usage_error(in_tmp: Path, cli: Cli) -> None
     )
 
 
+@pytest.mark.slow
 def test_missing_amtool_exits_3_with_install_hint(
     in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -196,6 +196,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Built]:
 
 
 @pytest.mark.parametrize("name", ["node", "host"])
+@pytest.mark.slow
 def test_the_build_passes_full_validation(name: str, builds: dict[str, Built]) -> None:
     built = builds[name]
     assert built.result.code == 0, built.result.err
@@ -215,6 +216,7 @@ def test_the_build_passes_full_validation(name: str, builds: dict[str, Built]) -
 # --- (a) host_label: node ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_with_host_label_the_diagnosis_recordings_aggregate_by_it(
     builds: dict[str, Built],
 ) -> None:
@@ -239,6 +241,7 @@ def test_with_host_label_the_diagnosis_recordings_aggregate_by_it(
     assert '"host"' not in rules_text
 
 
+@pytest.mark.slow
 def test_with_host_label_the_diagnosis_alerts_join_on_it(builds: dict[str, Built]) -> None:
     rules = builds["node"].rules()
     joins = {name: re.findall(r"and on \(([^)]*)\)", rules[name]["expr"]) for name in DIAGNOSES}
@@ -249,6 +252,7 @@ def test_with_host_label_the_diagnosis_alerts_join_on_it(builds: dict[str, Built
     }
 
 
+@pytest.mark.slow
 def test_with_host_label_explained_alerts_keep_it_without_label_replace(
     builds: dict[str, Built],
 ) -> None:
@@ -266,6 +270,7 @@ def test_with_host_label_explained_alerts_keep_it_without_label_replace(
     assert gpu.startswith("avg by (instance, node) (")
 
 
+@pytest.mark.slow
 def test_with_host_label_every_explained_alert_fires_with_it_in_its_generated_test(
     builds: dict[str, Built],
 ) -> None:
@@ -281,6 +286,7 @@ def test_with_host_label_every_explained_alert_fires_with_it_in_its_generated_te
 # --- (b) default: host derived from instance ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_explained_alerts_are_wrapped_in_the_host_label_replace(builds: dict[str, Built]) -> None:
     rules = builds["host"].rules()
     for name in sorted({n for names in EXPLAINED_BY_HOST_SPEC.values() for n in names}):
@@ -290,6 +296,7 @@ def test_explained_alerts_are_wrapped_in_the_host_label_replace(builds: dict[str
         assert expr.count("label_replace(") == 1, (name, expr)
 
 
+@pytest.mark.slow
 def test_alerts_no_diagnosis_explains_are_left_alone(builds: dict[str, Built]) -> None:
     rules = builds["host"].rules()
     expected = builds["host"].expected_labels()
@@ -299,6 +306,7 @@ def test_alerts_no_diagnosis_explains_are_left_alone(builds: dict[str, Built]) -
         assert "host" not in expected.get(name, {}), (name, expected[name])
 
 
+@pytest.mark.slow
 def test_without_host_label_every_diagnosis_recording_derives_host(
     builds: dict[str, Built],
 ) -> None:
@@ -310,6 +318,7 @@ def test_without_host_label_every_diagnosis_recording_derives_host(
             ), rule["expr"]
 
 
+@pytest.mark.slow
 def test_explained_alerts_fire_with_the_derived_host_in_their_generated_tests(
     builds: dict[str, Built],
 ) -> None:
@@ -331,6 +340,7 @@ def _inhibit(alert: str, explains: tuple[str, ...], host: str) -> dict[str, Any]
     }
 
 
+@pytest.mark.slow
 def test_one_inhibit_rule_per_diagnosis_on_host(builds: dict[str, Built]) -> None:
     """The custom-named FrontendNicSaturated (a network_saturation alert) is a target too."""
     assert builds["host"].inhibit_rules() == [
@@ -338,6 +348,7 @@ def test_one_inhibit_rule_per_diagnosis_on_host(builds: dict[str, Built]) -> Non
     ]
 
 
+@pytest.mark.slow
 def test_one_inhibit_rule_per_diagnosis_on_the_host_label(builds: dict[str, Built]) -> None:
     assert builds["node"].inhibit_rules() == [
         _inhibit(name, explains, "node") for name, explains in EXPLAINED_BY_NODE_SPEC.items()
@@ -345,6 +356,7 @@ def test_one_inhibit_rule_per_diagnosis_on_the_host_label(builds: dict[str, Buil
 
 
 @pytest.mark.parametrize("name", ["node", "host"])
+@pytest.mark.slow
 def test_the_description_names_the_alerts_the_inhibition_holds_back(
     name: str, builds: dict[str, Built]
 ) -> None:
@@ -392,6 +404,7 @@ def test_a_diagnosis_that_explains_no_alert_gets_no_inhibit_rule(in_tmp: Path, c
 
 
 @pytest.mark.parametrize("name", ["node", "host"])
+@pytest.mark.slow
 def test_two_builds_are_byte_identical(name: str, builds: dict[str, Built]) -> None:
     """Another process, another hash seed, no validation: the same bytes."""
     first, again = builds[name], builds[f"{name} again"]

@@ -1111,6 +1111,7 @@ SUBPROCESS_CASES = [
 
 
 @pytest.mark.parametrize("behaviour", SUBPROCESS_CASES)
+@pytest.mark.slow
 def test_real_process_exits_2_without_traceback(behaviour: str, tmp_path: Path) -> None:
     case = next(c for c in CASES if c.behaviour == behaviour)
     assert_rejected_by_process(tmp_path, case.spec, case.stderr)
@@ -1159,6 +1160,7 @@ LEGAL: dict[str, str] = {
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
 @pytest.mark.parametrize("behaviour", list(LEGAL))
+@pytest.mark.slow
 def test_legal_diagnosis_spec_builds_and_its_tests_pass(behaviour: str, tmp_path: Path) -> None:
     write_tree(tmp_path, {"specs/web.yaml": LEGAL[behaviour]})
 

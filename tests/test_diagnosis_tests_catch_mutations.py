@@ -26,7 +26,10 @@ from pathlib import Path
 import pytest
 from conftest import rendered_rules
 
-pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool"),
+]
 
 SPEC = """
     version: 1

@@ -19,7 +19,14 @@ from conftest import REPO, CliResult
 from rulegen import fanout
 from rulegen.build import build
 from rulegen.catalog import load_catalog
-from rulegen.errors import Diagnostic, SpecError, StaleOutput, UsageError, ValidationFailed
+from rulegen.errors import (
+    Diagnostic,
+    FieldPath,
+    SpecError,
+    StaleOutput,
+    UsageError,
+    ValidationFailed,
+)
 from rulegen.load import SpecInputs, discover
 from rulegen.output import FileSet
 from rulegen.source import loader
@@ -46,6 +53,7 @@ def _fail_on_seven(_context: None, item: int) -> int:
 
 
 @TWO_CORES
+@pytest.mark.slow
 def test_a_large_batch_runs_in_worker_processes_and_keeps_its_order() -> None:
     results = fanout.fan_out(_pid, None, list(range(40)))
     assert [item for item, _ in results] == list(range(40))
@@ -73,31 +81,41 @@ def test_jobs_must_be_a_whole_number_of_at_least_one(
 
 
 @TWO_CORES
+@pytest.mark.slow
 def test_an_error_in_a_worker_reaches_the_caller() -> None:
     with pytest.raises(ValueError, match="item seven"):
         fanout.fan_out(_fail_on_seven, None, list(range(40)))
 
 
+X = FieldPath(("x",))
+ROOT = FieldPath()
+
+
 def _spec_error_on_seven(_context: None, item: int) -> int:
     if item == 7:
-        raise SpecError([Diagnostic("f.yaml", 3, 1, "x", "bad")])
+        raise SpecError([Diagnostic("f.yaml", 3, 1, X, "bad")])
     return item
 
 
 @TWO_CORES
+@pytest.mark.slow
 def test_a_spec_error_raised_in_a_worker_arrives_whole() -> None:
     with pytest.raises(SpecError) as raised:
         fanout.fan_out(_spec_error_on_seven, None, list(range(40)))
-    assert raised.value.diagnostics == [Diagnostic("f.yaml", 3, 1, "x", "bad")]
+    assert raised.value.diagnostics == [Diagnostic("f.yaml", 3, 1, X, "bad")]
 
 
 @pytest.mark.parametrize(
     "error",
     [
-        SpecError([Diagnostic("b.yaml", 2, 1, "", "two"), Diagnostic("a.yaml", 1, 1, "x", "one")]),
-        LoadError(Diagnostic("a.yaml", 1, 1, "", "invalid YAML")),
-        ValidationFailed(["promtool test rules failed:", "tests/x.yml: FAILED"]),
-        StaleOutput("--- a\n+++ b\n"),
+        SpecError([Diagnostic("b.yaml", 2, 1, ROOT, "two"), Diagnostic("a.yaml", 1, 1, X, "one")]),
+        LoadError(Diagnostic("a.yaml", 1, 1, ROOT, "invalid YAML", "spec/yaml")),
+        ValidationFailed(
+            [Diagnostic("tests/x.yml", 0, 0, ROOT, "alertname: A", "promtool/test")],
+            "promtool test rules failed:",
+            report=["tests/x.yml: FAILED:", "    alertname: A"],
+        ),
+        StaleOutput("--- a\n+++ b\n", [("stale:", "rules/x.yml")]),
         UsageError("no spec files"),
     ],
     ids=lambda e: type(e).__name__,
@@ -110,6 +128,7 @@ def test_errors_cross_process_borders_intact(error: Exception) -> None:
 
 
 @TWO_CORES
+@pytest.mark.slow
 def test_a_dead_worker_is_one_clear_error() -> None:
     with pytest.raises(fanout.WorkerDied, match="Rerun with --jobs 1"):
         fanout.fan_out(_die_on_seven, None, list(range(40)))
@@ -129,6 +148,7 @@ def _fleet(folder: Path, size: int, extra: dict[str, str] | None = None) -> Spec
 
 
 @TWO_CORES
+@pytest.mark.slow
 def test_a_fleet_builds_byte_for_byte_as_in_one_process(tmp_path: Path) -> None:
     assert "threshold: 95%" in EXAMPLE
     inputs = _fleet(tmp_path / "specs", 9)
@@ -160,6 +180,7 @@ def _errors_both_ways(inputs: SpecInputs) -> list[str]:
 
 
 @TWO_CORES
+@pytest.mark.slow
 def test_a_fleet_reports_the_same_errors_as_one_process(tmp_path: Path) -> None:
     duplicate = EXAMPLE.replace("service: deepseek-v4", "service: svc-03")
     broken = EXAMPLE.replace("service: deepseek-v4", "service: broken").replace(
@@ -182,6 +203,7 @@ SLOW_TESTS = "version: 1\nservice: NAME\nevaluation_interval: 10s\nalerts:\n" + 
 
 
 @TWO_CORES
+@pytest.mark.slow
 def test_a_render_error_in_a_worker_reads_as_in_one_process(tmp_path: Path) -> None:
     """A spec that loads but whose tests would be too slow fails in the worker that renders it."""
     extra = {f"slow{i}.yaml": SLOW_TESTS.replace("NAME", f"slow-{i}") for i in range(2)}

@@ -97,6 +97,7 @@ def test_every_catalog_alert_of_the_example_is_covered(built: dict[str, Path]) -
     ["away", "toward"],
     ids=["threshold beyond the firing value", "threshold past the quiet value"],
 )
+@pytest.mark.slow
 def test_moving_the_threshold_fails_the_test(
     alert: str, direction: str, built: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -114,6 +115,7 @@ def test_moving_the_threshold_fails_the_test(
 
 
 @pytest.mark.parametrize("alert", NAMES)
+@pytest.mark.slow
 def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_path: Path) -> None:
     text = _rules(built[alert])
     _, current = _alert_of(text)
@@ -127,6 +129,7 @@ def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_pat
     assert _failing_alerts(built[alert], mutated, tmp_path) == {alert, "<failed>"}
 
 
+@pytest.mark.slow
 def test_dropping_the_link_speed_guard_fires_on_a_nic_reporting_speed_0(
     built: dict[str, Path], tmp_path: Path
 ) -> None:

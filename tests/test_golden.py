@@ -48,6 +48,7 @@ def test_rendered_output_matches_golden(
 
 
 @pytest.mark.parametrize("case", CASES)
+@pytest.mark.slow
 def test_golden_output_passes_promtool(case: str, tmp_path: Path) -> None:
     """The golden rules pass promtool check and their generated tests pass promtool test."""
     import subprocess

@@ -72,6 +72,7 @@ WHOLE = {
         ),
     ],
 )
+@pytest.mark.slow
 def test_groups_split_at_the_cap_and_pass_promtool(
     cap: int, expected: dict[str, list[str]], cli: Cli, in_tmp: Path
 ) -> None:

@@ -169,6 +169,7 @@ def hostile_build(in_tmp: Path, cli: Cli) -> Path:
     return in_tmp
 
 
+@pytest.mark.slow
 def test_every_label_and_annotation_is_a_template_the_user_did_not_write(
     hostile_build: Path,
 ) -> None:
@@ -179,6 +180,7 @@ def test_every_label_and_annotation_is_a_template_the_user_did_not_write(
             assert _unexpected_actions(value) == [], f"{name} {key}: {value!r}"
 
 
+@pytest.mark.slow
 def test_spec_and_alert_labels_are_escaped_in_the_rules(hostile_build: Path) -> None:
     rules = _rules(hostile_build, "hostile")
     labels = rules["DiskAwaitHigh"]["labels"]
@@ -191,6 +193,7 @@ def test_spec_and_alert_labels_are_escaped_in_the_rules(hostile_build: Path) -> 
     assert rules["HostileCustom"]["labels"]["owner"] == ESCAPE + "{ $labels.job }}"
 
 
+@pytest.mark.slow
 def test_generated_test_expects_every_label_exactly_as_written(hostile_build: Path) -> None:
     expected = _generated_expectation(hostile_build, "hostile", "DiskAwaitHigh")
     labels = expected["exp_labels"]
@@ -200,6 +203,7 @@ def test_generated_test_expects_every_label_exactly_as_written(hostile_build: Pa
     assert labels["job"] == 'no"de'
 
 
+@pytest.mark.slow
 def test_summary_with_literal_braces_and_go_syntax_is_printed_as_written(
     hostile_build: Path,
 ) -> None:
@@ -218,6 +222,7 @@ def test_summary_with_literal_braces_and_go_syntax_is_printed_as_written(
     assert annotations["runbook_url"] == "https://runbooks.example.com/DiskAwaitHigh?q={{.Foo}}"
 
 
+@pytest.mark.slow
 def test_selector_with_an_escaped_quote_and_regex_matchers_reach_promql_verbatim(
     hostile_build: Path,
 ) -> None:
@@ -232,6 +237,7 @@ def test_selector_with_an_escaped_quote_and_regex_matchers_reach_promql_verbatim
     assert rules["HostileCustom"]["expr"] == 'up{job="x"} == 0'
 
 
+@pytest.mark.slow
 def test_promtool_really_expands_an_unescaped_label(tmp_path: Path) -> None:
     """The control: without rulegen's escaping, the literal expectation above would fail."""
     write_tree(
@@ -331,6 +337,7 @@ def _label_spec(value: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_label_with_a_nel_keeps_it_literally(in_tmp: Path, cli: Cli) -> None:
     """U+0085 is a line break to YAML: it must be written escaped, not folded to a space."""
     write_tree(in_tmp, {"specs/web.yaml": _label_spec("a\x85b")})
@@ -362,6 +369,7 @@ def test_an_empty_label_value_is_rejected_at_the_label(in_tmp: Path, cli: Cli) -
         ),
     ],
 )
+@pytest.mark.slow
 def test_legal_matcher_builds(matchers: str, in_tmp: Path, cli: Cli) -> None:
     write_tree(
         in_tmp,

@@ -627,6 +627,7 @@ def _signal(field: str, template: str) -> str:
     [(field, template, expected) for _, field, template, expected in BOMBS],
     ids=[f"{behaviour} stops at the signal file's line" for behaviour, *_ in BOMBS],
 )
+@pytest.mark.slow
 def test_a_runaway_template_stops_quickly_at_its_line(
     field: str, template: str, expected: str, tmp_path: Path
 ) -> None:
@@ -663,6 +664,7 @@ def test_lipsum_is_not_available_to_templates(in_tmp: Path, cli: Cli) -> None:
     assert result.code == 2
 
 
+@pytest.mark.slow
 def test_the_built_in_catalog_renders_exactly_as_before() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rulegen", "build", "--check", "--no-validate"],
@@ -676,6 +678,7 @@ def test_the_built_in_catalog_renders_exactly_as_before() -> None:
 # --- symbolic links -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_symlink_loop_named_on_the_command_line_is_one_line_exit_2(in_tmp: Path) -> None:
     (in_tmp / "loop.yaml").symlink_to("loop.yaml")
 

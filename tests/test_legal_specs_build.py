@@ -80,6 +80,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("alerts", list(CASES.values()), ids=list(CASES))
+@pytest.mark.slow
 def test_legal_spec_builds_and_its_generated_test_passes(
     alerts: str, in_tmp: Path, cli: Cli
 ) -> None:
@@ -100,6 +101,7 @@ def test_same_named_alerts_get_distinct_recordings(in_tmp: Path, cli: Cli) -> No
     assert len(records) == len(set(records)) == 3
 
 
+@pytest.mark.slow
 def test_two_services_never_read_each_others_recordings(in_tmp: Path, cli: Cli) -> None:
     """Both rule files loaded together, as Prometheus does: svc-a only alerts on its own hosts."""
     spec = (

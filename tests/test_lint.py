@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, write_tree
+from conftest import REPO, CliResult, spec_errors, write_tree
 from support.prometheus import (
     create_blocks_from_openmetrics,
     free_port,
     openmetrics,
     running,
 )
+
+from rulegen.lint import CHECKS, Check
 
 Cli = Callable[..., CliResult]
 
@@ -264,9 +266,11 @@ def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
             "file": "specs/web.yaml",
             "line": 6,
             "column": 56,
-            "id": "rate/window",
+            "code": "rate/window",
             "severity": "warning",
+            "path": "alerts[0].window",
             "message": CASES[1].out.split("warning: ", 1)[1].rstrip("\n"),
+            "hint": "",
         }
     ]
     github = cli("lint", "--format", "github")
@@ -287,6 +291,205 @@ def test_the_example_specs_are_clean(cli: Cli, in_tmp: Path) -> None:
 def test_a_broken_spec_exits_2(cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": spec("alerts: []\n")})
     assert cli("lint").code == 2
+
+
+BROKEN = spec("alerts: 3\n")
+BROKEN_LINE = "specs/web.yaml:4:9: alerts: must be a list (got 3)"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "out"),
+    [
+        ("text", ""),
+        (
+            "json",
+            [
+                {
+                    "file": "specs/web.yaml", "line": 4, "column": 9, "code": "spec/type",
+                    "severity": "error", "path": "alerts", "message": "must be a list (got 3)",
+                    "hint": "",
+                }
+            ],
+        ),
+        (
+            "github",
+            "::error file=specs/web.yaml,line=4,col=9,title=rulegen spec/type::alerts: must be a "
+            "list (got 3)\n",
+        ),
+    ],
+    ids=[
+        "text: the spec error on stderr, nothing on stdout",
+        "json: the spec error is the JSON document on stdout",
+        "github: the spec error is an annotation",
+    ],
+)  # fmt: skip
+def test_a_spec_error_in_each_format(fmt: str, out: object, cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": BROKEN})
+    result = cli("lint", "--format", fmt)
+    assert result.code == 2
+    assert (json.loads(result.out) if fmt == "json" else result.out) == out
+    trailer = "rulegen: 1 error(s); nothing written"
+    assert result.err.splitlines() == ([BROKEN_LINE, trailer] if fmt == "text" else [trailer])
+
+
+def test_error_findings_in_each_format_exit_1(cli: Cli, in_tmp: Path) -> None:
+    retention = next(c for c in CASES if c.code == 1)
+    write_tree(in_tmp, {"specs/web.yaml": retention.spec})
+    text = cli("lint")
+    found = json.loads(cli("lint", "--format", "json").out)
+    github = cli("lint", "--format", "github")
+    assert (text.code, github.code) == (1, 1)
+    assert text.out == retention.out
+    assert [f"{f['file']}:{f['line']}:{f['column']}: [{f['code']}] {f['severity']}: "
+            f"{f['message']}\n" for f in found] == text.out.splitlines(keepends=True)  # fmt: skip
+    assert github.out.startswith(f"::error file=specs/web.yaml,line={found[0]['line']},")
+
+
+# --- the registry, --list and --disable ------------------------------------------------------
+
+
+def test_list_prints_every_registered_check(cli: Cli) -> None:
+    result = cli("lint", "--list")
+    assert result.code == 0
+    rows = [line.split(None, 3) for line in result.out.splitlines()]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        (c.id, c.severity, "online" if c.online else "offline") for c in CHECKS
+    ]
+    assert all(r[3] for r in rows)
+    listed = json.loads(cli("lint", "--list", "--format", "json").out)
+    assert [c["id"] for c in listed] == [c.id for c in CHECKS]
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.id for c in CHECKS])
+def test_every_check_has_a_summary_line_and_a_one_paragraph_doc(check: Check) -> None:
+    assert check.id == f"{check.run.__module__.rsplit('.', 1)[1].replace('_', '/', 1)}".replace(
+        "_", "-"
+    ), "one module per check, named after its id (rate/window: checks/rate_window.py)"
+    assert "\n" not in check.summary
+    assert check.doc
+    assert "\n\n" not in check.doc
+    assert check.severity in ("error", "warning", "info")
+    docs = REPO / "docs" / "checks" / f"{check.id}.md"
+    assert f"**Severity:** {check.severity}" in docs.read_text(encoding="utf-8")
+
+
+WINDOW = spec("""
+    alerts:
+      - signal: disk_utilization<entry>
+        threshold: 90%
+        window: 30s<line>
+        for: 5m<other>
+        severity: warning
+    """)
+
+
+def window_spec(entry: str = "", line: str = "", other: str = "") -> str:
+    """WINDOW with a comment at the end of the alert's first line, its window line, its for."""
+    return WINDOW.replace("<entry>", entry).replace("<line>", line).replace("<other>", other)
+
+
+@pytest.mark.parametrize(
+    ("where", "silenced"),
+    [
+        ({"line": "  # rulegen: disable=rate/window"}, True),
+        ({"entry": "  # rulegen: disable=rate/window"}, True),
+        ({"line": "  # rulegen: disable=for/too-short, rate/window"}, True),
+        ({"line": "  #rulegen:disable=rate/window,label/conflict"}, True),
+        ({"other": "  # rulegen: disable=rate/window"}, False),
+        ({"line": "  # rulegen: disable=for/too-short"}, False),
+        ({"line": "  # see rulegen: disable=rate/window"}, False),
+    ],
+    ids=[
+        "a comment on the finding's line silences it",
+        "a comment on the line of its alert entry silences it",
+        "a comma-separated list of ids works",
+        "spaces are optional",
+        "a comment on another line of the entry does not",
+        "a comment naming another check does not",
+        "only a comment that starts with rulegen: counts",
+    ],
+)
+def test_inline_disable_comment(
+    where: dict[str, str], silenced: bool, cli: Cli, in_tmp: Path
+) -> None:
+    text = window_spec(**where)
+    write_tree(in_tmp, {"specs/web.yaml": text})
+    result = cli("lint")
+    assert result.err == ""
+    assert (result.out == "") is silenced, result.out
+    if not silenced:
+        assert "[rate/window]" in result.out
+
+
+def test_inline_disable_at_slo_and_diagnosis_entries(cli: Cli, in_tmp: Path) -> None:
+    severities = spec("""
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, severity: critical}
+        diagnoses:
+          - kind: ttft_disk_bound  # rulegen: disable=label/severity
+            severity: warning
+        slos:
+          - name: api  # rulegen: disable=label/severity
+            objective: 99.9%
+            evaluation_interval: 1m
+            sli:
+              ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
+            alerting:
+              page: {severity: warning}
+              ticket: {severity: critical}
+        """)
+    write_tree(in_tmp, {"specs/web.yaml": severities})
+    assert cli("lint").out.count("[label/severity]") == 0
+    write_tree(in_tmp, {"specs/web.yaml": severities.replace("  # rulegen: disable=", "  # ")})
+    assert cli("lint").out.count("[label/severity]") == 2
+
+
+def test_an_unknown_id_in_a_comment_is_a_spec_error(cli: Cli, in_tmp: Path) -> None:
+    text = window_spec(line="  # rulegen: disable=rate/window,rate/windw")
+    write_tree(in_tmp, {"specs/web.yaml": text})
+    result = cli("lint")
+    written = (in_tmp / "specs" / "web.yaml").read_text().splitlines()
+    line, where = next((n, t) for n, t in enumerate(written, 1) if "windw" in t)
+    column = where.index("rate/windw") + 1
+    assert (result.code, result.out) == (2, "")
+    assert tuple(result.err.splitlines()) == spec_errors(
+        f"specs/web.yaml:{line}:{column}: unknown lint check 'rate/windw' in a "
+        "`# rulegen: disable=` comment (rulegen lint --list shows the checks)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "out"),
+    [
+        ((), CASES[1].out),
+        (("--disable", "rate/window"), ""),
+        (("--disable", "for/too-short", "--disable", "rate/window"), ""),
+        (("--disable", "for/too-short"), CASES[1].out),
+    ],
+    ids=[
+        "without --disable the finding shows",
+        "--disable ID silences that check",
+        "--disable is repeatable",
+        "--disable of another check changes nothing",
+    ],
+)
+def test_disable_option(argv: tuple[str, ...], out: str, cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": CASES[1].spec})
+    result = cli("lint", *argv)
+    assert (result.code, result.out, result.err) == (0, out, "")
+
+
+def test_disable_of_an_unknown_id_is_a_usage_error(cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": CASES[1].spec})
+    result = cli("lint", "--disable", "rate/window", "--disable", "rate/windw")
+    assert (result.code, result.out) == (2, "")
+    assert result.err.splitlines() == [
+        "rulegen: error: lint: --disable: unknown check 'rate/windw' (rulegen lint --list shows "
+        "the checks)"
+    ]
+    as_json = cli("lint", "--disable", "nope", "--format", "json")
+    assert as_json.code == 2
+    assert [(d["code"], d["file"]) for d in json.loads(as_json.out)] == [("usage", None)]
 
 
 # --- online checks -----------------------------------------------------------------------
@@ -338,6 +541,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
 
 
+@pytest.mark.slow
 def test_online_checks(live: str, cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": ONLINE})
     result = cli("lint", "--prometheus", live)
@@ -369,6 +573,7 @@ def test_online_unreachable_prometheus_exits_2(cli: Cli, in_tmp: Path) -> None:
     assert result.err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_online_checks_pass_on_a_matching_spec(live: str, cli: Cli, in_tmp: Path) -> None:
     """Negatives: series that exist, a 2m window at a 30s scrape, a NIC speed given."""
     clean = spec("""

@@ -333,6 +333,7 @@ TRANSPORT = [
 @pytest.mark.parametrize(
     ("routes", "line"), [c[1:] for c in TRANSPORT], ids=[c[0] for c in TRANSPORT]
 )
+@pytest.mark.slow
 def test_transport_failures_are_one_line_within_the_deadline(
     command: str,
     routes: Mapping[str, Handler],
@@ -350,6 +351,7 @@ def test_transport_failures_are_one_line_within_the_deadline(
     [c[1:] for c in TRANSPORT if c[0].startswith(("a body that", "a chunked body"))],
     ids=["a trickling body", "an endless chunked body"],
 )
+@pytest.mark.slow
 def test_the_real_process_stops_at_the_deadline_too(
     command: str,
     routes: Mapping[str, Handler],
@@ -370,6 +372,7 @@ def _fails_in_one_line(
 
 
 @pytest.mark.parametrize("command", ["lint", "backtest"])
+@pytest.mark.slow
 def test_connection_refused_reads_the_same_in_both_commands(
     command: str, specs: Path, process: Run
 ) -> None:
@@ -493,6 +496,7 @@ SHAPES = [
     [c[1:] for c in SHAPES],
     ids=[f"{c[1]}: {c[0]}" for c in SHAPES],
 )
+@pytest.mark.slow
 def test_answers_of_the_wrong_shape_are_one_line(
     command: str,
     routes: Mapping[str, Handler],
@@ -510,6 +514,7 @@ def test_answers_of_the_wrong_shape_are_one_line(
         assert line == MALFORMED.format(url=server.url) + end
 
 
+@pytest.mark.slow
 def test_special_values_are_read(
     specs: Path, process: Run, serve: Callable[[Mapping[str, Handler]], FakePrometheus]
 ) -> None:
@@ -529,6 +534,7 @@ def test_special_values_are_read(
     ]
 
 
+@pytest.mark.slow
 def test_the_password_is_sent_and_never_shown(
     specs: Path, process: Run, serve: Callable[[Mapping[str, Handler]], FakePrometheus]
 ) -> None:
@@ -580,6 +586,7 @@ TIME_OPTIONS = [
 @pytest.mark.parametrize(
     ("argv", "line"), [c[1:] for c in TIME_OPTIONS], ids=[c[0] for c in TIME_OPTIONS]
 )
+@pytest.mark.slow
 def test_time_options_out_of_range_are_refused_before_any_query(
     argv: list[str],
     line: str,

@@ -273,6 +273,7 @@ def test_check_names_stale_missing_and_extra_files(in_tmp: Path, cli: Cli) -> No
     assert snapshot(in_tmp / "rules") == before
 
 
+@pytest.mark.slow
 def test_check_runs_the_validation_a_build_runs(in_tmp: Path, cli: Cli) -> None:
     failing = """
         rule_files: [../prometheus/alpha.rules.yml]

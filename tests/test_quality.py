@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_rulegen
 
+pytestmark = pytest.mark.slow
+
 BIN = Path(sys.executable).parent
 
 

@@ -449,6 +449,7 @@ def _files(root: Path) -> list[str]:
 
 
 @needs_tools
+@pytest.mark.slow
 def test_the_example_builds_and_every_routing_test_passes(
     in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -480,6 +481,7 @@ def test_the_example_builds_and_every_routing_test_passes(
 
 
 @needs_tools
+@pytest.mark.slow
 def test_a_wrong_routing_test_fails_the_build_at_its_position(in_tmp: Path, cli: Cli) -> None:
     routing = (
         ROUTED
@@ -503,6 +505,7 @@ def test_a_wrong_routing_test_fails_the_build_at_its_position(in_tmp: Path, cli:
 
 
 @needs_tools
+@pytest.mark.slow
 def test_a_critical_storage_alert_reaches_oncall_then_storage(in_tmp: Path, cli: Cli) -> None:
     write_tree(in_tmp, {"specs/web.yaml": STORAGE_SERVICE, "specs/routing.yaml": ROUTED})
 
@@ -531,6 +534,7 @@ def test_a_critical_storage_alert_reaches_oncall_then_storage(in_tmp: Path, cli:
 
 
 @needs_tools
+@pytest.mark.slow
 def test_a_route_no_generated_alert_reaches_is_reported(in_tmp: Path, cli: Cli) -> None:
     routing = ROUTED + "    - match: {team: network}\n      receiver: platform\n"
     write_tree(in_tmp, {"specs/web.yaml": STORAGE_SERVICE, "specs/routing.yaml": routing})
@@ -545,6 +549,7 @@ def test_a_route_no_generated_alert_reaches_is_reported(in_tmp: Path, cli: Cli) 
 
 
 @needs_tools
+@pytest.mark.slow
 def test_routes_every_alert_reaches_are_not_reported(in_tmp: Path, cli: Cli) -> None:
     write_tree(in_tmp, {"specs/web.yaml": STORAGE_SERVICE, "specs/routing.yaml": ROUTED})
 
@@ -694,6 +699,7 @@ def resolved(path: Path) -> ResolvedRouting:
 
 
 @pytest.mark.skipif(AMTOOL is None, reason="needs amtool")
+@pytest.mark.slow
 def test_the_python_walk_agrees_with_amtool(in_tmp: Path, cli: Cli) -> None:
     write_tree(in_tmp, {"specs/web.yaml": SERVICE, "specs/routing.yaml": TREE})
     built = cli("build", "--no-validate")
@@ -732,6 +738,7 @@ HAND_PICKED: list[dict[str, Any]] = [
 
 
 @pytest.mark.skipif(AMTOOL is None, reason="needs amtool")
+@pytest.mark.slow
 def test_the_python_walk_agrees_with_amtool_on_edge_cases(in_tmp: Path, cli: Cli) -> None:
     write_tree(in_tmp, {"specs/web.yaml": SERVICE, "specs/routing.yaml": TREE})
     assert cli("build", "--no-validate").code == 0

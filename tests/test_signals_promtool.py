@@ -1144,11 +1144,13 @@ def _run_case(case: Case, name: str, root: Path) -> None:
 
 
 @pytest.mark.parametrize("name", list(SIGNAL_CASES), ids=list(SIGNAL_CASES))
+@pytest.mark.slow
 def test_signal_fires_only_when_it_should(name: str, in_tmp: Path) -> None:
     _run_case(SIGNAL_CASES[name], name, in_tmp)
 
 
 @pytest.mark.parametrize("name", list(WHY_CASES), ids=list(WHY_CASES))
+@pytest.mark.slow
 def test_design_mistake_is_avoided(name: str, in_tmp: Path) -> None:
     _run_case(WHY_CASES[name], name, in_tmp)
 

@@ -415,6 +415,7 @@ def page_holds(v: Variant, outage: int, at: int) -> bool:
 
 
 @pytest.mark.parametrize("v", VARIANTS, ids=IDS)
+@pytest.mark.slow
 def test_total_outage_pages_at_the_workbook_detection_time_and_resolves_at_its_reset_time(
     v: Variant, in_tmp: Path
 ) -> None:
@@ -491,6 +492,7 @@ SLOW_BURNS = {
 
 
 @pytest.mark.parametrize("v", list(SLOW_BURNS), ids=[v.key for v in SLOW_BURNS])
+@pytest.mark.slow
 def test_slow_burn_opens_a_ticket_at_the_workbook_detection_time_and_never_pages(
     v: Variant, in_tmp: Path
 ) -> None:
@@ -549,6 +551,7 @@ def no_nan_or_inf(v: Variant, metric: str, end: int, step: int) -> Check:
 
 
 @pytest.mark.parametrize("v", VARIANTS, ids=IDS)
+@pytest.mark.slow
 def test_zero_traffic_records_no_ratio_no_nan_no_alert_and_keeps_the_budget_left(
     v: Variant, in_tmp: Path
 ) -> None:
@@ -595,6 +598,7 @@ def test_zero_traffic_records_no_ratio_no_nan_no_alert_and_keeps_the_budget_left
 
 
 @pytest.mark.parametrize("v", VARIANTS, ids=IDS)
+@pytest.mark.slow
 def test_window_error_ratio_is_traffic_weighted_not_the_mean_of_phase_ratios(
     v: Variant, in_tmp: Path
 ) -> None:
@@ -667,6 +671,7 @@ FLIPS = [RATIO_28D, LATENCY_28D, RATIO_30D]
 
 
 @pytest.mark.parametrize("v", FLIPS, ids=[v.key for v in FLIPS])
+@pytest.mark.slow
 def test_3d_6h_ticket_tier_flips_between_a_093_and_a_095_burn_on_28d_only(
     v: Variant, in_tmp: Path
 ) -> None:
@@ -697,6 +702,7 @@ def test_3d_6h_ticket_tier_flips_between_a_093_and_a_095_burn_on_28d_only(
 # --- 7. for ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ticket_for_keeps_the_alert_pending_for_exactly_that_long_before_firing(
     in_tmp: Path,
 ) -> None:

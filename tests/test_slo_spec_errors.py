@@ -1075,6 +1075,7 @@ SUBPROCESS_CASES = [
 
 
 @pytest.mark.parametrize("behaviour", SUBPROCESS_CASES, ids=SUBPROCESS_CASES)
+@pytest.mark.slow
 def test_real_process_exits_2_without_traceback(behaviour: str, tmp_path: Path) -> None:
     case = next(c for c in CASES if c.behaviour == behaviour)
     assert_rejected_by_process(tmp_path, case.spec, case.stderr)
@@ -1229,6 +1230,7 @@ def legal_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Built]:
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
 @pytest.mark.parametrize("behaviour", list(LEGAL))
+@pytest.mark.slow
 def test_legal_slo_spec_builds_and_its_tests_pass(
     behaviour: str, legal_builds: dict[str, Built]
 ) -> None:
@@ -1243,6 +1245,7 @@ def test_legal_slo_spec_builds_and_its_tests_pass(
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
+@pytest.mark.slow
 def test_the_three_ways_to_write_99_9_percent_give_the_same_rules(
     legal_builds: dict[str, Built],
 ) -> None:
@@ -1260,6 +1263,7 @@ def test_the_three_ways_to_write_99_9_percent_give_the_same_rules(
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
+@pytest.mark.slow
 def test_an_slo_only_spec_writes_no_service_rule_file(legal_builds: dict[str, Built]) -> None:
     built = legal_builds["an SLO-only spec (no alerts) with a ratio and a latency SLO"]
     assert sorted(name for name, body in built.files.items() if body is not None) == [

@@ -1428,6 +1428,7 @@ def test_table_is_large_and_ids_are_unique() -> None:
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
+@pytest.mark.slow
 def test_a_real_build_survives_a_broken_edit_byte_for_byte(in_tmp: Path, cli: Cli) -> None:
     spec = in_tmp / "specs" / "web.yaml"
     write_tree(
@@ -1470,6 +1471,7 @@ SUBPROCESS_CASES = [
 
 
 @pytest.mark.parametrize("behaviour", SUBPROCESS_CASES)
+@pytest.mark.slow
 def test_real_process_exits_2_without_traceback(behaviour: str, tmp_path: Path) -> None:
     case = next(c for c in CASES if c.behaviour == behaviour)
     write_tree(tmp_path, SENTINEL)

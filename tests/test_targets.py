@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,13 @@ import yaml
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
-from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput
+from rulegen.errors import FieldPath
+from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput, Verbatim
 from rulegen.load import discover
 from rulegen.output import dump_yaml
 from rulegen.render.mimir import add_grouping_label, mimir_namespace_file, shape
 from rulegen.render.operator import prometheus_rule, service_groups
-from rulegen.render.prometheus import rule_file
+from rulegen.render.prometheus import rule_expr, rule_file
 from rulegen.render.thanos import (
     ABSENT,
     AGGREGATION,
@@ -120,6 +122,7 @@ def test_prometheus_rule_options(service: ServiceOutput) -> None:
         prometheus_rule(SERVICE, service.groups, "obs", {}, partial_response_strategy="maybe")
 
 
+@pytest.mark.slow
 def test_prometheus_rule_spec_passes_promtool(service: ServiceOutput, tmp_path: Path) -> None:
     obj = prometheus_rule(SERVICE, service_groups(service), "monitoring", SELECTOR_LABELS)
     _promtool_ok(tmp_path, {"spec.rules.yml": obj["spec"]})
@@ -410,6 +413,7 @@ def test_mimir_namespace_file(service: ServiceOutput) -> None:
     assert "sum by (grpc_service, grpc_method, region) (" in other["groups"][3]["rules"][0]["expr"]
 
 
+@pytest.mark.slow
 def test_mimir_and_thanos_files_pass_promtool(
     services: list[ServiceOutput], tmp_path: Path
 ) -> None:
@@ -528,12 +532,13 @@ def test_grouping_label_on_every_generated_expression(all_groups: list[RuleGroup
     for group in all_groups:
         for rule in group.rules:
             counts["rules"] += 1
-            out = add_grouping_label(rule.expr, "cluster")
+            expr = rule_expr(rule)
+            out = add_grouping_label(expr, "cluster")
             parsed = promql_parser.parse(out)
             assert add_grouping_label(out, "cluster") == out, (group.name, _name(rule))
-            assert shape(parsed) == shape(promql_parser.parse(rule.expr), "cluster")
+            assert shape(parsed) == shape(promql_parser.parse(expr), "cluster")
             promql_parser.walk(parsed, lambda n: _check_prepared(n, "cluster", counts))
-            counts["changed"] += out != rule.expr
+            counts["changed"] += out != expr
     # the example and the golden cases: 169 rules, 81 aggregations, 10 on (...), 76 changed
     assert counts["rules"] >= 150
     assert counts["aggregations"] >= 70
@@ -626,11 +631,11 @@ def test_thanos_flags_of_the_example(service: ServiceOutput) -> None:
     }
 
 
-ORIGIN = Origin("specs/x.yaml", 1, 1, "alerts[0]")
+ORIGIN = Origin("specs/x.yaml", 1, 1, FieldPath(("alerts", 0)))
 
 
 def _alert(expr: str, name: str = "A") -> AlertRule:
-    return AlertRule(name, expr, "5m", (), (), ORIGIN)
+    return AlertRule(name, Verbatim(expr), Decimal(300), (), (), ORIGIN)
 
 
 def _low(clause: str, op: str) -> str:
@@ -669,7 +674,7 @@ FLAG_CASES = [
     ("expr", "reasons"), [(e, r) for _, e, r in FLAG_CASES], ids=[i for i, _, _ in FLAG_CASES]
 )
 def test_partial_response_flag_cases(expr: str, reasons: list[str]) -> None:
-    group = RuleGroup("g", "30s", (_alert(expr),))
+    group = RuleGroup("g", Decimal(30), (_alert(expr),))
     expected = [Flag("g", "A", "; ".join(reasons))] if reasons else []
     assert partial_response_flags([group]) == expected
 
@@ -679,10 +684,10 @@ def test_partial_response_flags_follow_recordings() -> None:
     chained = RecordingRule(
         "job:up:sum_ratio", 'job:up:sum{service="a"} / 10', (("service", "a"),), ORIGIN
     )
-    first = RuleGroup("rec", "30s", (recorded,))
+    first = RuleGroup("rec", Decimal(30), (recorded,))
     second = RuleGroup(
         "alerts",
-        "30s",
+        Decimal(30),
         (
             chained,
             _alert('job:up:sum_ratio{service="a"} > 0.5', "ReadsChain"),

@@ -65,6 +65,7 @@ def _tests_line(result: CliResult) -> str:
     return next(line for line in result.out.splitlines() if "promtool test rules" in line)
 
 
+@pytest.mark.slow
 def test_a_second_build_reruns_only_the_changed_service(in_tmp: Path, cli: Cli) -> None:
     _repo(in_tmp)
     first = cli("build", "--test-cache", "cache")
@@ -82,6 +83,7 @@ def test_a_second_build_reruns_only_the_changed_service(in_tmp: Path, cli: Cli) 
     assert _tests_line(changed).endswith("(1 unchanged since a recorded pass, not rerun)")
 
 
+@pytest.mark.slow
 def test_a_recorded_pass_never_hides_a_failure_from_a_changed_rule_file(
     in_tmp: Path, cli: Cli
 ) -> None:
@@ -119,6 +121,7 @@ def _promtool_printing(folder: Path, version: str) -> Path:
     ],
     ids=["release", "revision"],
 )
+@pytest.mark.slow
 def test_another_promtool_build_reruns_everything(
     version: str, in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -132,6 +135,7 @@ def test_another_promtool_build_reruns_everything(
     assert _tests_line(again).endswith("(3 unchanged since a recorded pass, not rerun)")
 
 
+@pytest.mark.slow
 def test_a_promtool_without_a_version_is_never_cached(
     in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +149,7 @@ def test_a_promtool_without_a_version_is_never_cached(
     assert not (in_tmp / "cache").exists()
 
 
+@pytest.mark.slow
 def test_a_cache_that_cannot_be_written_never_fails_the_build(in_tmp: Path, cli: Cli) -> None:
     _repo(in_tmp)
     (in_tmp / "cache").write_text("a file, not a folder\n")

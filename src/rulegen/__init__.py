@@ -10,6 +10,7 @@ from rulegen.build import BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.errors import (
     Diagnostic,
+    FieldPath,
     OutputConflict,
     RulegenError,
     SpecError,
@@ -27,6 +28,7 @@ __all__ = [
     "BuildResult",
     "Catalog",
     "Diagnostic",
+    "FieldPath",
     "OutputConflict",
     "RulegenError",
     "SpecError",

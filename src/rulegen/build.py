@@ -9,20 +9,21 @@ fleet); what spans files (duplicate services, routing, Mimir namespaces) follows
 from __future__ import annotations
 
 import os
-import re
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 
-from rulegen import units
+from rulegen import diagnostics as codes
 from rulegen.alerts.rules import build_groups
 from rulegen.alerts.testgen import build_tests
 from rulegen.catalog import Catalog
 from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
 from rulegen.diagnosis.testgen import diagnosis_tests
-from rulegen.errors import Diagnostic, SpecError, UsageError, ValidationFailed
+from rulegen.errors import Diagnostic, FieldPath, SpecError, UsageError, ValidationFailed
 from rulegen.fanout import fan_out, usable_cpus
 from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
@@ -70,6 +71,8 @@ class BuildResult:
     routing_cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = field(
         default_factory=list
     )
+    # the spec position of each user routing test, by its case name
+    routing_origins: dict[str, Origin] = field(default_factory=dict)
     reports: list[str] = field(default_factory=list)
     targets: tuple[str, ...] = ("prometheus",)
     # the inputs each file comes from, and every input the build read (spec files, user
@@ -239,7 +242,7 @@ def rule_groups(
         spec.service, spec.alerts, spec.evaluation_interval, catalog.families, spec.max_group_rules
     )
     if spec.diagnoses:
-        groups += (diagnosis_group(spec.service, _interval(spec), spec.diagnoses),)
+        groups += (diagnosis_group(spec.service, spec.evaluation_interval, spec.diagnoses),)
     return groups, tuple(slo_group(slo) for slo in spec.slos)
 
 
@@ -253,36 +256,28 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
         tests += diagnosis_tests(spec.diagnoses, spec.evaluation_interval, spec.scrape_interval)
     if spec.alerts or spec.diagnoses:
         first = (spec.alerts or spec.diagnoses)[0].origin
-        _check_cost(groups, tests, Origin(first.file, first.line, first.col, "alerts"))
+        _check_cost(
+            groups, tests, Origin(first.file, first.line, first.col, FieldPath(("alerts",)))
+        )
     slos = []
     for slo, group in zip(spec.slos, slo_groups, strict=True):
         try:
             cases, history = slo_tests(slo)
         except SLOTestError as exc:
-            origin = slo.origin
             raise SpecError(
-                [
-                    Diagnostic(
-                        origin.file,
-                        origin.line,
-                        origin.col,
-                        origin.path,
-                        f"no test can be built: {exc}",
-                    )
-                ]
+                [slo.origin.diagnostic(f"no test can be built: {exc}", codes.SPEC_TEST)]
             ) from None
         _check_cost((group,), cases + history, slo.origin)
         slos.append(
             SLOOutput(
-                slo.name, units.format_duration(slo.evaluation), group, cases,
-                units.format_duration(history_step(slo)), history, slo.group_by,
+                slo.name, slo.evaluation, group, cases, history_step(slo), history, slo.group_by
             )
         )  # fmt: skip
     explanations = tuple(
         Explanation(d.name, d.explains, d.host.label) for d in spec.diagnoses if d.explains
     )
     return ServiceOutput(
-        spec.service, spec.source, _interval(spec), groups, tests, slos=tuple(slos),
+        spec.service, spec.source, spec.evaluation_interval, groups, tests, slos=tuple(slos),
         explanations=explanations,
     )  # fmt: skip
 
@@ -298,7 +293,7 @@ def _check_cost(groups: Sequence[RuleGroup], tests: Sequence[TestCase], origin: 
         f"(budget {MAX_TEST_COST} rule evaluations, about {MAX_TEST_COST // 10**6} min of "
         "promtool): shorten long windows and for durations, or split the spec"
     )
-    raise SpecError([Diagnostic(origin.file, origin.line, origin.col, origin.path, message)])
+    raise SpecError([origin.diagnostic(message, codes.SPEC_TEST)])
 
 
 def _service_files(
@@ -313,7 +308,9 @@ def _service_files(
     files: dict[str, str] = {}
     loads: dict[str, str] = {}
 
-    def add_tests(name: str, rules_name: str, interval: str, cases: tuple[TestCase, ...]) -> None:
+    def add_tests(
+        name: str, rules_name: str, interval: Decimal, cases: tuple[TestCase, ...]
+    ) -> None:
         loads[name] = f"../{rules_name}"
         files[name] = dump_yaml(tests_file(loads[name], interval, cases), source)
 
@@ -322,14 +319,16 @@ def _service_files(
         files[rules_name] = dump_yaml(rule_file(service.groups), source)
         if service.tests:
             name = f"tests/{spec.service}.test.yml"
-            add_tests(name, rules_name, service.evaluation_interval, service.tests)
+            add_tests(name, rules_name, service.evaluation_interval_seconds, service.tests)
     for slo in service.slos:
         rules_name = f"prometheus/{spec.service}.slo.{slo.name}.rules.yml"
         files[rules_name] = dump_yaml(rule_file((slo.group,)), source)
         stem = f"tests/{spec.service}.slo.{slo.name}"
-        add_tests(f"{stem}.test.yml", rules_name, slo.evaluation_interval, slo.tests)
+        add_tests(f"{stem}.test.yml", rules_name, slo.evaluation_interval_seconds, slo.tests)
         if slo.history_tests:
-            add_tests(f"{stem}.history.test.yml", rules_name, slo.history_step, slo.history_tests)
+            add_tests(
+                f"{stem}.history.test.yml", rules_name, slo.history_step_seconds, slo.history_tests
+            )
     return files, loads
 
 
@@ -383,6 +382,7 @@ def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) 
     name = _source_name(Path(loaded.routing.source), root)
     result.sources.update(dict.fromkeys((routing_files.CONFIG, routing_files.TESTS), (name,)))
     result.routing_cases = output.cases
+    result.routing_origins = output.origins
     result.reports.extend(output.reports)
 
 
@@ -391,10 +391,6 @@ def _header_source(source: str, root: Path | None) -> str:
         return source
     relative = os.path.relpath(Path(source).resolve(), root.resolve())
     return Path(relative).as_posix() if not relative.startswith("..") else Path(source).name
-
-
-def _interval(spec: ResolvedSpec) -> str:
-    return units.format_duration(spec.evaluation_interval)
 
 
 def validate(
@@ -408,7 +404,7 @@ def validate(
     checked = promtool.check_rules(rules, folder)
     if not checked.ok:
         raise ValidationFailed(
-            ["promtool check rules failed:", *_map_rule_errors(checked.messages, result)]
+            _map_rule_errors(checked.messages, result), "promtool check rules failed:"
         )
     version = promtool.version()
     summary = [version, f"promtool check rules: {len(rules)} file(s) ok"]
@@ -430,11 +426,16 @@ def validate(
             for name, run in zip(due, runs, strict=True)
             if cache and run.ok and (problem := cache.remember(keys[name], name))
         ]
-        failures = [m for run in runs for m in run.messages if not run.ok]
         if any(not run.ok for run in runs):
-            raise ValidationFailed(
-                ["promtool test rules failed:", *_map_test_errors(failures, result)]
-            )
+            failures = [f for run in runs if not run.ok for f in run.failures]
+            found, report = _map_test_errors(failures, result)
+            found += [  # a failure promtool printed no report for (text shows none either)
+                Diagnostic(result.sources.get(name, (name,))[0], 0, 0, FieldPath(),
+                           "promtool test rules failed without a report", codes.PROMTOOL_TEST)
+                for name, run in zip(due, runs, strict=True)
+                if not run.ok and not run.failures
+            ]  # fmt: skip
+            raise ValidationFailed(found, "promtool test rules failed:", report=report)
         line = f"promtool test rules: {len(tests)} file(s) passed"
         if cache:
             line += f" ({len(tests) - len(due)} unchanged since a recorded pass, not rerun)"
@@ -445,7 +446,7 @@ def validate(
             summary.append(f"warning: test cache not updated: {unrecorded[0]}")
     summary.extend(check_targets(result.files))
     if routing_files.CONFIG in result.files:
-        summary.extend(validate_routing(folder, result.routing_cases))
+        summary.extend(validate_routing(folder, result.routing_cases, result.routing_origins))
     summary.extend(f"warning: {report}" for report in result.reports)
     return summary
 
@@ -458,32 +459,55 @@ def _groups(result: BuildResult) -> dict[str, RuleGroup]:
     return {g.name: g for s in result.services for g in s.groups}
 
 
-def _map_rule_errors(messages: Sequence[str], result: BuildResult) -> list[str]:
+def _map_rule_errors(messages: Sequence[str], result: BuildResult) -> list[Diagnostic]:
+    """promtool's ``check rules`` errors, each at the spec position of its rule when the
+    line names a generated group (else the line as promtool wrote it, with no position)."""
     groups = _groups(result)
     out = []
     for line in messages:
         parsed = promtool.parse_rule_error(line)
         if parsed is None or parsed[1] not in groups:
-            out.append(f"  {line}")
+            out.append(Diagnostic("", 0, 0, FieldPath(), line, codes.PROMTOOL_CHECK))
             continue
         _, group, index, message = parsed
-        rule = groups[group].rules[index - 1]
-        origin = rule.origin
-        out.append(f"{origin.file}:{origin.line}:{origin.col}: {origin.path}: promtool: {message}")
+        origin = groups[group].rules[index - 1].origin
+        out.append(origin.diagnostic(f"promtool: {message}", codes.PROMTOOL_CHECK))
     return out
 
 
-def _map_test_errors(messages: Sequence[str], result: BuildResult) -> list[str]:
+def _map_test_errors(
+    failures: Sequence[promtool.FailedAssertion], result: BuildResult
+) -> tuple[list[Diagnostic], list[str]]:
+    """One diagnostic per failed assertion, at the spec position of its alert when rulegen
+    generated it (else at the input the test file comes from); and the text report: each
+    file's ``FAILED:`` block as promtool wrote it, the alert's line behind its position."""
     origins = {
         rule.alert: rule.origin
         for g in _groups(result).values()
         for rule in g.rules
         if hasattr(rule, "alert")
     }
-    out = []
-    for line in messages:
-        match = re.search(r"alertname: ([A-Za-z_][A-Za-z0-9_]*)", line)
-        origin = origins.get(match.group(1)) if match else None
-        prefix = f"{origin.file}:{origin.line}:{origin.col}: {origin.path}: " if origin else ""
-        out.append(f"{prefix}{line.strip()}" if prefix else line)
-    return out
+    found: list[Diagnostic] = []
+    report: list[str] = []
+    shown = None
+    for failure in failures:
+        if failure.file and failure.file != shown:
+            report.append(f"{failure.file}: FAILED:")
+            shown = failure.file
+        for line in failure.lines:
+            match = promtool.ALERTNAME.search(line)
+            origin = origins.get(match.group(1)) if match else None
+            report.append(f"{_where(origin)}{line.strip()}" if origin else f"  {line}")
+        message = textwrap.dedent("\n".join(failure.lines)).strip()
+        origin = origins.get(failure.alertname or "")
+        if origin is not None:
+            found.append(origin.diagnostic(message, codes.PROMTOOL_TEST))
+        else:
+            source = result.sources.get(failure.file, (failure.file,))[0]
+            found.append(Diagnostic(source, 0, 0, FieldPath(), message, codes.PROMTOOL_TEST))
+    return found, report
+
+
+def _where(origin: Origin) -> str:
+    """``FILE:LINE:COL: path: `` of a position, the prefix of a mapped line."""
+    return f"{origin.where()}: {origin.path}: "

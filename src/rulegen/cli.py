@@ -3,6 +3,10 @@
 Exit codes: 0 ok; 1 promtool failure, stale output or a lint error; 2 invalid spec or usage;
 3 a required tool (promtool, amtool, matplotlib for plots) is missing; 4 internal error (a bug:
 anything unexpected is one line, and ``--debug`` shows its traceback).
+
+``--format text|json|github`` (build, validate, lint) picks how diagnostics are printed: text
+(the default) as always; json as one JSON list of diagnostics on stdout, whatever the exit
+code, with every other line on stderr; github as workflow-command annotations on stdout.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from rulegen import __version__
+from rulegen import diagnostics as codes
 from rulegen.backtest import command as backtest
 from rulegen.build import TARGETS, BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
+from rulegen.diagnostics import FORMATS, Diagnostic, FieldPath, as_json, github
 from rulegen.errors import (
     OutputConflict,
     RulegenError,
@@ -30,8 +36,8 @@ from rulegen.errors import (
     ValidationFailed,
     printable,
 )
-from rulegen.lint import lint, online
-from rulegen.lint.findings import FORMATS, exit_code
+from rulegen.lint import CHECKS, TIMEOUT, exit_code, lint
+from rulegen.lint.registry import listing
 from rulegen.load import SpecInputs, discover, display
 from rulegen.outdir import check_output, folder_name, write
 from rulegen.outdir.transaction import pending_journal
@@ -87,9 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="processes rendering specs and promtool runs at once "
                    "(default: the CPUs rulegen may use)")  # fmt: skip
+    _format_argument(b)
     v = sub.add_parser("validate", help="check specs only; write nothing")
     v.add_argument("paths", nargs="+", type=Path)
     v.add_argument("--templates", type=Path, action="append", default=None)
+    _format_argument(v)
     lint = sub.add_parser(
         "lint",
         help="check the specs' intent (exit 1 on an error finding)",
@@ -97,16 +105,71 @@ def _parser() -> argparse.ArgumentParser:
     )
     lint.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
     lint.add_argument("--prometheus", metavar="URL", help="also check against this Prometheus")
-    lint.add_argument("--format", choices=sorted(FORMATS), default="text")
+    _format_argument(lint)
     lint.add_argument("--templates", type=Path, action="append", default=None)
-    lint.add_argument("--timeout", type=timeout_arg, default=online.TIMEOUT, metavar="SECONDS",
+    lint.add_argument("--timeout", type=timeout_arg, default=TIMEOUT, metavar="SECONDS",
                       help="deadline of each request to --prometheus, whole answer included "
-                      f"(default: {online.TIMEOUT:g}); answers are capped at "
+                      f"(default: {TIMEOUT:g}); answers are capped at "
                       f"{MAX_BYTES // 2**20} MiB")  # fmt: skip
+    lint.add_argument("--disable", action="append", default=[], metavar="ID",
+                      help="do not run this check (repeatable); see --list")  # fmt: skip
+    lint.add_argument("--list", action="store_true", help="print the checks and exit")
     backtest.add_parser(sub)
     s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
     s.add_argument("--templates", type=Path, action="append", default=None)
     return parser
+
+
+FORMATTED = ("build", "validate", "lint")  # the commands with --format text|json|github
+
+
+def _format_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="diagnostics as text (default), one JSON list on stdout, or "
+                        "GitHub workflow annotations")  # fmt: skip
+
+
+class _Output:
+    """Where a command's lines and diagnostics go, by ``--format``.
+
+    Why one place: with ``json`` stdout must hold exactly one JSON document, whatever
+    happens, so every line meant for people goes to stderr instead; with ``github`` the
+    diagnostics are annotations and the lines stay where text puts them.
+    """
+
+    def __init__(self, fmt: str) -> None:
+        self.format = fmt
+        self.findings: list[Diagnostic] = []  # lint's, shown without their field path
+        self.errors: list[Diagnostic] = []  # the error's, shown with it
+        self.document: str | None = None  # printed instead (``lint --list --format json``)
+
+    def line(self, text: str) -> None:
+        """A line for people (a summary, a note): stdout, or stderr under ``json``."""
+        print(text, file=sys.stderr if self.format == "json" else sys.stdout)
+
+    def finish(self) -> None:
+        """The diagnostics, as JSON or annotations (text prints them as they come)."""
+        if self.document is not None:
+            sys.stdout.write(self.document)
+        elif self.format == "json":
+            sys.stdout.write(as_json([*self.findings, *self.errors]))
+        elif self.format == "github":
+            sys.stdout.write(github(self.findings, with_path=False) + github(self.errors))
+
+
+def _requested_format(argv: Sequence[str]) -> str:
+    """The ``--format`` of a command line that may not parse (its errors are reported in
+    the format asked for, when one was)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in FORMATTED:
+        return "text"
+    for index, arg in enumerate(argv):
+        value = arg.removeprefix("--format=") if arg.startswith("--format=") else None
+        if arg == "--format" and index + 1 < len(argv):
+            value = argv[index + 1]
+        if value in FORMATS:
+            return value
+    return "text"
 
 
 def _jobs(text: str) -> int:
@@ -125,48 +188,50 @@ def _catalog(templates: list[Path] | None) -> Catalog:
     return load_catalog(templates)
 
 
-def _build(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace, out: _Output) -> int:
     catalog = _catalog(args.templates)
     paths = args.paths or [Path("specs")]
     inputs = discover(paths)
-    out: Path = args.out
-    shown = folder_name(out)
-    if out.exists() and not out.is_dir():
+    target: Path = args.out
+    shown = folder_name(target)
+    if target.exists() and not target.is_dir():
         raise UsageError(f"--out {shown}: exists and is not a directory")
-    _refuse_out_among_inputs(out, shown, [*paths, *(args.templates or [])], inputs)
+    _refuse_out_among_inputs(target, shown, [*paths, *(args.templates or [])], inputs)
     for warning in inputs.warnings:
         print(f"rulegen: warning: {printable(warning)}", file=sys.stderr)
-    root = Path(os.path.realpath(out)).parent
+    root = Path(os.path.realpath(target)).parent
     result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs)
     if args.check:
-        return _check(args, out, shown, result)
+        return _check(args, out, target, shown, result)
     summary: list[str] = []
 
     def check(staging: Path) -> None:
         if not args.no_validate:
             summary.extend(validate(staging, result, args.jobs, args.test_cache))
 
-    plan = write(result, out, check)
+    plan = write(result, target, check)
     for line in summary:
-        print(line)
+        out.line(line)
     for note in plan.notes:
-        print(f"note: {printable(note)}")
+        out.line(f"note: {printable(note)}")
     removed = f" (removed {len(plan.remove)}: {', '.join(plan.remove)})" if plan.remove else ""
-    print(f"wrote {len(plan.write)} files to {shown}/{removed}")
+    out.line(f"wrote {len(plan.write)} files to {shown}/{removed}")
     return 0
 
 
-def _check(args: argparse.Namespace, out: Path, shown: str, result: BuildResult) -> int:
-    """``build --check``: compare what a build would leave in ``out`` with what is there,
+def _check(
+    args: argparse.Namespace, out: _Output, target: Path, shown: str, result: BuildResult
+) -> int:
+    """``build --check``: compare what a build would leave in ``target`` with what is there,
     then validate the rendered files (in a temporary folder) as a build would."""
-    if pending_journal(out) is not None:
+    if pending_journal(target) is not None:
         raise UsageError(
             f"--out {shown}: an interrupted build left it half-written; "
             "run `rulegen build` to complete it"
         )
-    found = check_output(result, out)
+    found = check_output(result, target)
     if found:
-        raise StaleOutput(found.diff, [f"{kind} {shown}/{name}" for kind, name in found.items()])
+        raise StaleOutput(found.diff, [(kind, f"{shown}/{name}") for kind, name in found.items()])
     if not args.no_validate:
         with tempfile.TemporaryDirectory(prefix="rulegen-check-") as folder:
             for name, text in result.files.items():
@@ -174,8 +239,8 @@ def _check(args: argparse.Namespace, out: Path, shown: str, result: BuildResult)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
             for line in validate(Path(folder), result, args.jobs, args.test_cache):
-                print(line)
-    print(f"{shown}: up to date ({len(result.files)} files)")
+                out.line(line)
+    out.line(f"{shown}: up to date ({len(result.files)} files)")
     return 0
 
 
@@ -201,19 +266,35 @@ def _refuse_out_among_inputs(
             )
 
 
-def _validate(args: argparse.Namespace) -> int:
+def _validate(args: argparse.Namespace, out: _Output) -> int:
     catalog = _catalog(args.templates)
     inputs = discover(args.paths)
     result = build(inputs, catalog)
-    print(f"{len(result.services)} spec(s) valid")
+    out.line(f"{len(result.services)} spec(s) valid")
     return 0
 
 
-def _lint(args: argparse.Namespace) -> int:
+def _lint(args: argparse.Namespace, out: _Output) -> int:
+    if args.list:
+        if args.format == "json":
+            checks = [
+                {"id": c.id, "severity": c.severity, "online": c.online, "summary": c.summary,
+                 "doc": c.doc}
+                for c in CHECKS
+            ]  # fmt: skip
+            out.document = json.dumps(checks, indent=2, ensure_ascii=False) + "\n"
+        else:
+            sys.stdout.write(listing())
+        return 0
     catalog = _catalog(args.templates)
     inputs = discover(args.paths or [Path("specs")])
-    findings = lint(inputs.specs, catalog, args.prometheus, timeout=args.timeout)
-    sys.stdout.write(FORMATS[args.format](findings))
+    findings = lint(
+        inputs.specs, catalog, args.prometheus, timeout=args.timeout, disable=args.disable
+    )
+    if out.format == "text":
+        sys.stdout.write("".join(f"{d.finding()}\n" for d in findings))
+    else:
+        out.findings = findings
     return exit_code(findings)
 
 
@@ -232,8 +313,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
+    arguments = [a for a in arguments if a != "--debug"]
     try:
-        return _run([a for a in arguments if a != "--debug"])
+        return _run(arguments)
     except KeyboardInterrupt:
         print("rulegen: interrupted", file=sys.stderr)
         return 130
@@ -244,8 +326,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        print(f"rulegen: internal error: {_one_line(exc)} (run with --debug for the traceback)",
-              file=sys.stderr)  # fmt: skip
+        message = f"internal error: {_one_line(exc)} (run with --debug for the traceback)"
+        print(f"rulegen: {message}", file=sys.stderr)
+        out = _Output(_requested_format(arguments))
+        out.errors.append(Diagnostic("", 0, 0, FieldPath(), message, codes.INTERNAL))
+        out.finish()
         return 4
 
 
@@ -256,72 +341,94 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _run(argv: list[str]) -> int:
+    out = _Output(_requested_format(argv))
     try:
         args = _parser().parse_args(argv)
-        commands = {
+        out.format = args.format if args.command in FORMATTED else "text"
+        commands: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
             "build": _build,
             "validate": _validate,
             "lint": _lint,
-            "backtest": lambda a: backtest.run(a, _catalog(a.templates)),
-            "schema": _schema,
+            "backtest": lambda a, _: backtest.run(a, _catalog(a.templates)),
+            "schema": lambda a, _: _schema(a),
         }
-        command = commands[args.command]
-        return command(args)
+        code = commands[args.command](args, out)
     except RulegenError as exc:
-        return next(_REPORTS[k](exc) for k in type(exc).__mro__ if k in _REPORTS)
+        report, code = next(_REPORTS[k] for k in type(exc).__mro__ if k in _REPORTS)
+        if out.format == "text":
+            report(exc)
+        else:
+            out.errors = exc.as_diagnostics()
+            _after(exc, out)
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
-        message = printable(f"{where}: {exc.strerror or exc}")
-        print(f"rulegen: error:{message}; nothing written", file=sys.stderr)
-        return 2
+        message = f"{where}: {exc.strerror or exc}"
+        code = 2
+        if out.format == "text":
+            print(f"rulegen: error:{printable(message)}; nothing written", file=sys.stderr)
+        else:
+            text = f"{message.strip()}; nothing written"
+            out.errors = [Diagnostic("", 0, 0, FieldPath(), text, codes.IO)]
+    out.finish()
+    return code
 
 
-def _spec_error(exc: Any) -> int:
+def _spec_error(exc: Any) -> None:
     for diagnostic in exc.diagnostics:
         print(diagnostic.render(), file=sys.stderr)
-    print(f"rulegen: {len(exc.diagnostics)} error(s); nothing written", file=sys.stderr)
-    return 2
+    _trailer(exc)
 
 
-def _output_conflict(exc: Any) -> int:
+def _output_conflict(exc: Any) -> None:
     for message in exc.messages:
         print(f"rulegen: {printable(message)}", file=sys.stderr)
-    return 2
 
 
-def _stale_output(exc: Any) -> int:
+def _stale_output(exc: Any) -> None:
     sys.stdout.write(exc.diff)
     for line in exc.files:
         print(printable(line), file=sys.stderr)
-    print("rulegen: output is stale; run `rulegen build` and commit the result", file=sys.stderr)
-    return 1
+    _trailer(exc)
 
 
-def _validation_failed(exc: Any) -> int:
-    for message in exc.messages:
-        print(printable(message), file=sys.stderr)
-    print("rulegen: validation failed; nothing written", file=sys.stderr)
-    return 1
+def _validation_failed(exc: Any) -> None:
+    for line in exc.lines():
+        print(printable(line), file=sys.stderr)
+    _trailer(exc)
 
 
-def _plain(code: int) -> Callable[[Any], int]:
-    def report(exc: Any) -> int:
-        for line in str(exc).splitlines() or [""]:
-            print(f"rulegen: error: {printable(line)}", file=sys.stderr)
-        return code
-
-    return report
+def _plain(exc: Any) -> None:
+    for line in str(exc).splitlines() or [""]:
+        print(f"rulegen: error: {printable(line)}", file=sys.stderr)
 
 
-# Each error class's report and exit code; the most specific class that is listed wins.
-_REPORTS: dict[type[RulegenError], Callable[[Any], int]] = {
-    SpecError: _spec_error,
-    OutputConflict: _output_conflict,
-    StaleOutput: _stale_output,
-    ValidationFailed: _validation_failed,
-    ToolNotFoundError: _plain(3),
-    UsageError: _plain(2),
-    RulegenError: _plain(2),
+def _trailer(exc: RulegenError) -> None:
+    """The last line of a report of several problems, in every format."""
+    if isinstance(exc, SpecError):
+        print(f"rulegen: {len(exc.diagnostics)} error(s); nothing written", file=sys.stderr)
+    elif isinstance(exc, ValidationFailed):
+        print("rulegen: validation failed; nothing written", file=sys.stderr)
+    elif isinstance(exc, StaleOutput):
+        print(f"rulegen: output is stale; {StaleOutput.HINT}", file=sys.stderr)
+
+
+def _after(exc: RulegenError, out: _Output) -> None:
+    """Under ``json`` or ``github``: what text prints besides the diagnostics (the diff of
+    ``--check``, as a line for people; the closing line)."""
+    if isinstance(exc, StaleOutput):
+        (sys.stderr if out.format == "json" else sys.stdout).write(exc.diff)
+    _trailer(exc)
+
+
+# Each error class's text report and exit code; the most specific class that is listed wins.
+_REPORTS: dict[type[RulegenError], tuple[Callable[[Any], None], int]] = {
+    SpecError: (_spec_error, 2),
+    OutputConflict: (_output_conflict, 2),
+    StaleOutput: (_stale_output, 1),
+    ValidationFailed: (_validation_failed, 1),
+    ToolNotFoundError: (_plain, 3),
+    UsageError: (_plain, 2),
+    RulegenError: (_plain, 2),
 }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from rulegen import diagnostics as codes
 from rulegen.catalog import Catalog
 from rulegen.errors import Diagnostic, SpecError, UsageError
 from rulegen.fanout import fan_out
@@ -105,7 +106,13 @@ def read_user_test(path: Path) -> str:
     except LoadError as exc:
         raise SpecError([exc.diagnostic]) from None
     if not isinstance(doc.data, dict):
-        raise SpecError([doc.positions.diag((), "a promtool test file must be a YAML mapping")])
+        raise SpecError(
+            [
+                doc.positions.diag(
+                    (), "a promtool test file must be a YAML mapping", code=codes.SPEC_TYPE
+                )
+            ]
+        )
     return text
 
 
@@ -151,7 +158,9 @@ def load_one(catalog: Catalog, path: Path) -> LoadedFile:
     except LoadError as exc:
         return LoadedFile([exc.diagnostic])
     if not isinstance(doc.data, dict):
-        return LoadedFile([doc.positions.diag((), "a spec must be a YAML mapping")])
+        return LoadedFile(
+            [doc.positions.diag((), "a spec must be a YAML mapping", code=codes.SPEC_TYPE)]
+        )
     if is_routing_file(doc.data):
         return LoadedFile(routing=doc)
     leaks = url_credentials(doc.data, doc.positions)
@@ -190,7 +199,9 @@ def combine(files: Sequence[Path], found: Sequence[LoadedFile]) -> Combined:
         service, positions = loaded.service, loaded.positions
         if service in services:
             message = f"service {service!r} is already defined at {services[service]}"
-            result.diagnostics.append(positions.diag(("service",), message))
+            result.diagnostics.append(
+                positions.diag(("service",), message, code=codes.SPEC_DUPLICATE)
+            )
             continue
         line, col = positions.at(("service",))
         services[service] = f"{positions.file}:{line}:{col}"

@@ -273,23 +273,6 @@ def selectors(expr: str) -> list[tuple[str, str]]:
 
 
 @lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
-def split_comparison(expr: str) -> tuple[str, str, Decimal] | None:
-    """``X > 85`` → (``X``, ``>``, 85): the quantity and threshold of a top-level comparison
-    with a number (no ``bool``), or ``None`` for any other expression."""
-    parsed = promql_parser.parse(expr)
-    # ``label_replace(X > N, …)`` (a host label added to an alert) compares X too
-    if isinstance(parsed, promql_parser.Call) and parsed.func.name == "label_replace":
-        parsed = parsed.args[0]
-    if not isinstance(parsed, promql_parser.BinaryExpr) or parsed.modifier is not None:
-        return None
-    if str(parsed.op) not in (">", "<", ">=", "<=") or not isinstance(
-        parsed.rhs, promql_parser.NumberLiteral
-    ):
-        return None
-    return str(parsed.lhs), str(parsed.op), Decimal(repr(parsed.rhs.val)).normalize()
-
-
-@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
     """``name{a="b"}`` into its metric name and matchers; anything else raises ``ValueError``.
 

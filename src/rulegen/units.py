@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
 _DURATION_UNITS: dict[str, Decimal] = {
     "y": Decimal(365 * 24 * 3600),
@@ -123,6 +124,25 @@ def literal(value: Decimal) -> str:
     if len(text) > 12:
         text = format(normal, "e").replace("E", "e")
     return text
+
+
+def fraction_literal(value: Fraction) -> str:
+    """An exact PromQL number for a fraction: the shortest decimal when there is one
+    (``72/5`` → ``14.4``), else ``(p / q)`` (``720/7`` → ``(720 / 7)``)."""
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    if denominator == 1:
+        return literal(Decimal(value.numerator) / Decimal(value.denominator))
+    return f"({value.numerator} / {value.denominator})"
+
+
+def exact_number(value: Fraction) -> Decimal | Fraction:
+    """``value`` as a ``Decimal`` when one holds it exactly (``72/5`` → ``14.4``), else the
+    fraction itself (``720/7``): a threshold stays exact either way."""
+    decimal = Decimal(value.numerator) / Decimal(value.denominator)
+    return decimal if Fraction(decimal) == value else value
 
 
 def format_duration(seconds: Decimal) -> str:

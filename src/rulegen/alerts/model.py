@@ -14,6 +14,7 @@ from typing import Any
 
 from rulegen import promql
 from rulegen.catalog import SignalDef
+from rulegen.generated import Comparison, Verbatim
 from rulegen.host import Host
 from rulegen.source.loader import Origin
 
@@ -33,7 +34,10 @@ class ResolvedAlert:
     selector_matchers: tuple[promql.Matcher, ...]
     quantity: str
     record: str | None
-    expr: str
+    # What the alert compares: a catalog alert's ``quantity`` (or the recording ``record``
+    # named in the catalog, before the rules give it this service's selector) against its
+    # threshold, or a custom alert's own PromQL.
+    condition: Comparison | Verbatim
     labels: tuple[tuple[str, str], ...]
     annotations: tuple[tuple[str, str], ...]
     origin: Origin

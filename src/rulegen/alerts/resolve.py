@@ -12,11 +12,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
+
+import promql_parser
 
 from rulegen import promql, units
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog import Catalog, SignalDef
+from rulegen.generated import Comparison, Expression, Operator, Recorded, Threshold, Verbatim
 from rulegen.source.fields import Collector, duration
 from rulegen.source.fields import labels as label_set
 from rulegen.source.loader import PathKey
@@ -31,6 +35,8 @@ MAX_DURATION_THRESHOLD = Decimal(365 * 86400)
 MAX_THRESHOLD = Decimal(10) ** 15
 # ``{labels.__name__}``: Prometheus drops every ``__`` label from an alert's labels.
 _INTERNAL_LABEL = re.compile(r"\{labels\.__[A-Za-z0-9_]*\}")
+# The comparisons a custom alert's threshold is read from (``==`` and ``!=`` draw no line).
+_ORDERINGS: dict[str, Operator] = {">": ">", "<": "<", ">=": ">=", "<=": "<="}
 _VALUE_ACTION = {
     "duration": "{{ $value | humanizeDuration }}",
     "percent": "{{ $value | humanizePercentage }}",
@@ -152,8 +158,28 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
     expr = " ".join(alert.expr.split()) if "\n" not in alert.expr.strip() else alert.expr.strip()
     return ResolvedAlert(
         ctx.name, None, alert.severity, Decimal(0), for_seconds, None, Decimal(0), {}, (),
-        expr, None, expr, labels, annotations, col.origin(path),
+        expr, None, Verbatim(expr, _reading(expr)), labels, annotations, col.origin(path),
     )  # fmt: skip
+
+
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
+def _reading(expr: str) -> Comparison | None:
+    """What a custom alert's PromQL compares when it is ``X > 85`` (no ``bool``; also inside
+    ``label_replace(...)``): ``X`` as the parser writes it, the operator, the number.
+
+    Why here: the user's text is read once, as the spec is resolved; the rules keep it
+    verbatim and everything after reads the typed comparison.
+    """
+    parsed = promql_parser.parse(expr)
+    if isinstance(parsed, promql_parser.Call) and parsed.func.name == "label_replace":
+        parsed = parsed.args[0]
+    if not isinstance(parsed, promql_parser.BinaryExpr) or parsed.modifier is not None:
+        return None
+    op = _ORDERINGS.get(str(parsed.op))
+    if op is None or not isinstance(parsed.rhs, promql_parser.NumberLiteral):
+        return None
+    number = Decimal(repr(parsed.rhs.val)).normalize()
+    return Comparison(Expression(str(parsed.lhs)), op, Threshold(number, "number"))
 
 
 def _catalog(
@@ -204,11 +230,13 @@ def _catalog(
     if defaults is None:
         return None
     annotations = _annotations(ctx, alert, defaults, values, signal.threshold.unit)
-    left = record or (quantity if " " not in quantity and "\n" not in quantity else f"({quantity})")
-    expr = f"{left} {signal.threshold.op} {units.literal(threshold)}"
+    compared = Recorded(record) if record is not None else Expression(quantity)
+    limit = Threshold(threshold, signal.threshold.unit)
+    condition = Comparison(compared, signal.threshold.op, limit)
     return ResolvedAlert(
         ctx.name, signal, alert.severity, threshold, for_seconds, window, window_seconds,
-        params, all_matchers, quantity, record, expr, labels, annotations, col.origin(path),
+        params, all_matchers, quantity, record, condition, labels, annotations,
+        col.origin(path),
     )  # fmt: skip
 
 

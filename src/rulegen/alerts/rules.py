@@ -9,12 +9,20 @@ without ever separating a recording from an alert that reads it.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from decimal import Decimal
 
-from rulegen import promql, units
+from rulegen import promql
 from rulegen.alerts.model import ResolvedAlert
-from rulegen.generated import AlertRule, RecordingRule, RuleGroup
-from rulegen.host import with_host
+from rulegen.generated import (
+    AlertRule,
+    Comparison,
+    Condition,
+    HostFromInstance,
+    Recorded,
+    RecordingRule,
+    RuleGroup,
+)
 
 # A recording and every alert that reads it, or a lone alert: never split across groups.
 _Unit = tuple[list[RecordingRule], list[AlertRule]]
@@ -29,7 +37,6 @@ def build_groups(
 ) -> tuple[RuleGroup, ...]:
     """Group a service's alert rules by signal family: recordings first, then the alerts that
     read them; a family past ``max_group_rules`` rules is split."""
-    interval = units.format_duration(evaluation)
     by_family: dict[str, list[ResolvedAlert]] = {}
     for alert in alerts:
         by_family.setdefault(alert.signal.family if alert.signal else "custom", []).append(alert)
@@ -46,7 +53,7 @@ def build_groups(
             suffix = f"-{index + 1}" if index else ""
             recordings = [r for unit in chunk for r in unit[0]]
             rules = [a for unit in chunk for a in unit[1]]
-            groups.append(RuleGroup(name + suffix, interval, (*recordings, *rules)))
+            groups.append(RuleGroup(name + suffix, evaluation, (*recordings, *rules)))
     return tuple(groups)
 
 
@@ -54,7 +61,7 @@ def _rules_of(
     service: str, alert: ResolvedAlert, records: dict[str, str]
 ) -> tuple[str, RecordingRule | None, AlertRule]:
     """The alert's rule, the recording it reads (if any), and the key of their unit."""
-    expr = alert.expr
+    condition: Condition = alert.condition
     key = f"alert:{alert.name}"
     recording = None
     if alert.record is not None:
@@ -63,18 +70,14 @@ def _rules_of(
         name = records[alert.name]
         own = (("service", service),)
         recording = RecordingRule(name, alert.quantity, own, alert.origin)
-        selector = f"{name}{{service={promql.quote(service)}}}"
-        expr = expr.replace(alert.record, selector, 1)
+        assert isinstance(condition, Comparison)  # a catalog alert's (only those record)
+        selector = Recorded(name, (promql.Matcher("service", "=", service),))
+        condition = replace(condition, quantity=selector)
         key = f"record:{name}"
     if alert.host is not None and alert.host.derived:
-        expr = with_host(alert.host, expr)
+        condition = HostFromInstance(condition)
     rule = AlertRule(
-        alert.name,
-        expr,
-        units.format_duration(alert.for_seconds) if alert.for_seconds else "",
-        alert.labels,
-        alert.annotations,
-        alert.origin,
+        alert.name, condition, alert.for_seconds, alert.labels, alert.annotations, alert.origin
     )
     return key, recording, rule
 

@@ -23,6 +23,7 @@ from typing import Any
 from rulegen import gotemplate, promql, units
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
+from rulegen.diagnostics import SPEC_TEST
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.host import host_from_instance
@@ -58,9 +59,9 @@ def build_tests(
             # a recipe can fail only with the spec's own values (a team's signal file)
             origin = alert.origin
             field = exc.field if isinstance(exc, SynthError) else ""
-            path = f"{origin.path}.{field}" if field else origin.path
+            path = origin.path.child(field) if field else origin.path
             message = f"cannot generate a test for {alert.name}: {exc}"
-            failures.append(Diagnostic(origin.file, origin.line, origin.col, path, message))
+            failures.append(origin.diagnostic(message, SPEC_TEST, path=path))
     if failures:
         raise SpecError(failures)
     return tuple(cases)
@@ -96,7 +97,7 @@ def alert_test(
     name = f"{alert.name}: fires at {fires} {after}; silent at {quiet}"
     name += f" and for {neutral}" if neutral else ""
     evaluations = int(timing.check / evaluation) + 1
-    return TestCase(name, units.format_duration(scrape), series, checks, exprs, evaluations)
+    return TestCase(name, scrape, series, checks, exprs, evaluations)
 
 
 def _value_text(signal: SignalDef, value: Decimal) -> str:

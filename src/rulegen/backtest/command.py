@@ -20,7 +20,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, TextIO
 
-from rulegen import gotemplate, promql, units
+from rulegen import gotemplate, units
 from rulegen.backtest import plot
 from rulegen.backtest.query import (
     MAX_POINTS,
@@ -47,6 +47,7 @@ from rulegen.catalog import Catalog
 from rulegen.errors import UsageError
 from rulegen.load import discover, display
 from rulegen.promapi import MAX_BYTES, QueryRejected, timeout_arg
+from rulegen.render.prometheus import quantity_promql
 
 TIME_HELP = "RFC3339 (2026-01-01T00:00:00Z) or Unix seconds"
 LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
@@ -180,9 +181,10 @@ def _backtest(
     }
     report = Report(target, span, step, times, values, summaries)
     report.warning = _missing_recordings(client, target, span, recorded)
-    report.comparison = promql.split_comparison(target.expr)
+    report.comparison = target.comparison
     if with_quantity or per_week is not None:
-        expr = report.comparison[0] if report.comparison else target.expr
+        compared = report.comparison
+        expr = quantity_promql(compared.quantity) if compared is not None else target.expr
         report.quantity = client.range_query(expr, times, progress)
     if per_week is not None:
         _suggest(report, per_week)
@@ -195,9 +197,9 @@ def _suggest(report: Report, per_week: float) -> None:
     if report.comparison is None or report.quantity is None:
         report.notes.append("no suggestion: the expression is not `quantity > number`")
         return
-    _, op, threshold = report.comparison
-    args = (report.times, report.quantity, op)
-    report.current_fired = fired_with(*args, float(threshold), target.for_ms,
+    args = (report.times, report.quantity, report.comparison.op)
+    threshold = float(report.comparison.threshold.value)
+    report.current_fired = fired_with(*args, threshold, target.for_ms,
                                       target.keep_firing_for_ms, report.span)  # fmt: skip
     report.suggestion = suggest_threshold(*args, target.for_ms, target.keep_firing_for_ms,
                                           report.span, per_week)  # fmt: skip

@@ -17,6 +17,7 @@ from rulegen.backtest import plot
 from rulegen.backtest.replay import Labels, Summary
 from rulegen.backtest.targets import Report
 from rulegen.errors import UsageError
+from rulegen.render.prometheus import threshold_promql
 
 # --- output ----------------------------------------------------------------------------------
 
@@ -108,7 +109,7 @@ def text_report(report: Report) -> str:
     lines.extend(f"  {note}" for note in report.notes)
     if report.suggestion is not None and report.comparison is not None:
         s = report.suggestion
-        now = units.literal(report.comparison[2])
+        now = threshold_promql(report.comparison.threshold)
         lines.append(
             f"  suggestion: {s.op} {_number(s.threshold)} (fire when {s.direction}) would have "
             f"fired {s.fired} time(s), budget {s.allowed:.3g} ({report.per_week:g}/week over "
@@ -176,9 +177,10 @@ def write_plots(reports: Sequence[Report], folder: Path) -> list[Path]:
         threshold = None
         title = f"{t.alert} ({t.group}): fired {report.fired}x"
         if report.comparison is not None:
-            _, op, value = report.comparison
-            threshold = float(value)
-            title += f", {op} {units.literal(value)} for {_duration(t.for_ms)}"
+            compared = report.comparison
+            threshold = float(compared.threshold.value)
+            limit = threshold_promql(compared.threshold)
+            title += f", {compared.op} {limit} for {_duration(t.for_ms)}"
         if report.warning:
             title += " (no data: a recording is missing on the server)"
         path = folder / f"{stem}.png"

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from rulegen import units
 from rulegen.backtest.query import Samples
 from rulegen.backtest.replay import Labels, Suggestion, Summary
 from rulegen.build import BuildResult
 from rulegen.errors import UsageError
-from rulegen.generated import AlertRule, RuleGroup
+from rulegen.generated import AlertRule, Comparison, RuleGroup, comparison_of
+from rulegen.render.prometheus import condition_promql
 
 # --- what to replay --------------------------------------------------------------------------
 
@@ -25,7 +25,9 @@ class Target:
     """One alerting rule as the replay needs it (times in ms).
 
     ``keep_firing_for_ms`` is 0 for rulegen's rules (the model has no ``keep_firing_for``);
-    the replay supports it for rules built by other means.
+    the replay supports it for rules built by other means. ``comparison`` is the rule's one
+    ``quantity op threshold`` from the typed model (``None`` for a compound condition): what
+    ``--suggest`` moves.
     """
 
     alert: str
@@ -35,10 +37,18 @@ class Target:
     step_ms: int
     labels: tuple[tuple[str, str], ...] = ()
     keep_firing_for_ms: int = 0
+    comparison: Comparison | None = None
 
 
-def _ms(duration: str) -> int:
-    return int(units.parse_duration(duration) * 1000) if duration else 0
+def _ms(seconds: Decimal) -> int:
+    return int(seconds * 1000)
+
+
+def _target(group: RuleGroup, rule: AlertRule) -> Target:
+    return Target(
+        rule.alert, group.name, condition_promql(rule.condition), _ms(rule.for_seconds),
+        _ms(group.interval_seconds), rule.labels, comparison=comparison_of(rule.condition),
+    )  # fmt: skip
 
 
 def targets(result: BuildResult, names: Sequence[str] = ()) -> list[Target]:
@@ -48,14 +58,9 @@ def targets(result: BuildResult, names: Sequence[str] = ()) -> list[Target]:
     groups += [slo.group for s in result.services for slo in s.slos]
     rules = [(group, rule) for group in groups for rule in group.rules]
     found = sorted(
-        (
-            Target(rule.alert, group.name, rule.expr, _ms(rule.for_), _ms(group.interval),
-                   rule.labels)
-            for group, rule in rules
-            if isinstance(rule, AlertRule)
-        ),
+        (_target(group, rule) for group, rule in rules if isinstance(rule, AlertRule)),
         key=lambda t: (t.alert, t.group),
-    )  # fmt: skip
+    )
     if not names:
         return found
     known = {t.alert for t in found}
@@ -88,7 +93,7 @@ class Report:
     summaries: dict[Labels, Summary]
     warning: str | None = None
     quantity: Samples | None = None
-    comparison: tuple[str, str, Decimal] | None = None
+    comparison: Comparison | None = None
     suggestion: Suggestion | None = None
     current_fired: int | None = None
     per_week: float | None = None

@@ -20,6 +20,7 @@ from rulegen.catalog import SignalDef
 from rulegen.dashboard.model import FILTERS, Dashboard, Panel, Query, Row
 from rulegen.diagnosis.model import Evidence, ResolvedDiagnosis
 from rulegen.diagnosis.rules import record_names as diagnosis_records
+from rulegen.generated import Comparison, Expression, Threshold, Verbatim
 from rulegen.service import ResolvedSpec
 from rulegen.slo.model import ResolvedSLO, Tier
 from rulegen.slo.resolve import format_fraction
@@ -102,7 +103,9 @@ def _legend(labels: Iterable[str]) -> str:
 
 def _catalog_panel(spec: ResolvedSpec, alert: ResolvedAlert, records: dict[str, str]) -> Panel:
     signal = alert.signal
-    assert signal is not None
+    compared = alert.condition
+    assert signal is not None  # a catalog alert ...
+    assert isinstance(compared, Comparison)  # ... compares its quantity with its threshold
     labels = signal.series_labels()
     filters = _filter_matchers(f for f in FILTERS if f in labels)
     if alert.record is not None:
@@ -111,24 +114,33 @@ def _catalog_panel(spec: ResolvedSpec, alert: ResolvedAlert, records: dict[str, 
         expr = f"{records[alert.name]}{{{inner}}}"
     else:
         expr = render_quantity(alert, filters, spec.host_label)
-    unit = signal.threshold.unit
-    threshold = units.format_human(alert.threshold, unit)
+    limit = compared.threshold
+    threshold = units.format_human(_decimal(limit), limit.unit)
     wait = units.format_duration(alert.for_seconds) if alert.for_seconds else "0s"
     window = f" over {alert.window}" if alert.window else ""
     description = (
         f"{signal.about.strip()}\n\n{alert.name} ({alert.severity}) fires when this is "
-        f"{_OP_TEXT[signal.threshold.op]} {threshold}{window} for {wait} (the red line). "
-        f"Alert expression: `{alert.expr}`"
+        f"{_OP_TEXT[compared.op]} {threshold}{window} for {wait} (the red line). "
+        "Alert expression:"
     )
     return Panel(
         "timeseries",
-        f"{alert.name} ({signal.threshold.op} {threshold} for {wait})",
+        f"{alert.name} ({compared.op} {threshold} for {wait})",
         description,
-        UNITS[unit],
+        UNITS[limit.unit],
         (Query(" ".join(expr.split()), _legend(labels)),),
-        (alert.threshold,),
+        (_decimal(limit),),
         _runbook(alert.annotations),
+        condition=compared,
     )
+
+
+def _decimal(threshold: Threshold) -> Decimal:
+    """A threshold's exact value as the Decimal a panel draws (a fraction is divided out)."""
+    value = threshold.value
+    if isinstance(value, Decimal):
+        return value
+    return Decimal(value.numerator) / Decimal(value.denominator)
 
 
 def _runbook(annotations: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -139,21 +151,26 @@ def _runbook(annotations: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
 
 
 def _custom_panel(alert: ResolvedAlert) -> Panel:
-    """The left side of a top-level comparison with a number, or the whole expression."""
-    expr, threshold, op = alert.expr, None, ""
-    split = promql.split_comparison(alert.expr)
-    if split is not None:
-        expr, op, threshold = split
+    """The quantity of a custom alert that compares with a number (its threshold drawn), or
+    the whole expression."""
+    condition = alert.condition
+    assert isinstance(condition, Verbatim)  # a custom alert
+    reading, expr = condition.reading, condition.promql
+    if reading is not None and isinstance(reading.quantity, Expression):
+        expr = reading.quantity.promql
     wait = units.format_duration(alert.for_seconds) if alert.for_seconds else "0s"
-    shown = f" ({op} {units.literal(threshold)} for {wait})" if threshold is not None else ""
+    shown = ""
+    if reading is not None:
+        shown = f" ({reading.op} {units.literal(_decimal(reading.threshold))} for {wait})"
     return Panel(
         "timeseries",
         f"{alert.name}{shown}",
-        f"{alert.name} ({alert.severity}, for {wait}) evaluates `{alert.expr}`",
+        f"{alert.name} ({alert.severity}, for {wait}) evaluates",
         "short",
         (Query(" ".join(expr.split()), ""),),
-        (threshold,) if threshold is not None else (),
+        (_decimal(reading.threshold),) if reading is not None else (),
         _runbook(alert.annotations),
+        condition=condition,
     )
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
+from rulegen.generated import Condition
+
 # Dashboard variables that filter panels, in the order they appear.
 FILTERS = ("instance", "host", "model_name", "device")
 
@@ -24,7 +26,11 @@ class Query:
 
 @dataclass(frozen=True)
 class Panel:
-    """A time series or stat panel in a unit Grafana knows (``s``, ``percentunit``, ``Bps``)."""
+    """A time series or stat panel in a unit Grafana knows (``s``, ``percentunit``, ``Bps``).
+
+    ``condition`` is the alert condition the panel explains: the renderer quotes its PromQL
+    after the ``description`` (only a renderer writes an alert's PromQL).
+    """
 
     kind: Literal["timeseries", "stat"]
     title: str
@@ -34,6 +40,7 @@ class Panel:
     thresholds: tuple[Decimal, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
     width: int = 12
+    condition: Condition | None = None
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 
 from rulegen import gotemplate, promql, units
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
-from rulegen.generated import AlertRule, RecordingRule, RuleGroup
+from rulegen.generated import (
+    AlertRule,
+    And,
+    Comparison,
+    Condition,
+    Recorded,
+    RecordingRule,
+    RuleGroup,
+    Threshold,
+    VersusBaseline,
+)
+from rulegen.generated import Quantity as Compared
 from rulegen.templating import go_escape
 
 _OP_TEXT = {">": "above", "<": "below", "<=": "at most"}
@@ -40,7 +52,7 @@ _CONCLUSION = {
 
 
 def diagnosis_group(
-    service: str, interval: str, diagnoses: tuple[ResolvedDiagnosis, ...]
+    service: str, interval_seconds: Decimal, diagnoses: tuple[ResolvedDiagnosis, ...]
 ) -> RuleGroup:
     """``<service>-diagnoses``: the recordings every diagnosis reads, then the alerts."""
     names = record_names(diagnoses)
@@ -56,15 +68,15 @@ def diagnosis_group(
         alerts.append(
             AlertRule(
                 diagnosis.name,
-                alert_expr(diagnosis, names),
-                units.format_duration(diagnosis.for_seconds) if diagnosis.for_seconds else "",
+                alert_condition(diagnosis, names),
+                diagnosis.for_seconds,
                 # Prometheus expands label values as Go templates: a spec's ``{{`` stays text.
                 tuple((name, go_escape(value)) for name, value in diagnosis.labels),
                 diagnosis_annotations(diagnosis, names),
                 diagnosis.origin,
             )
         )
-    return RuleGroup(f"{service}-diagnoses", interval, (*recordings.values(), *alerts))
+    return RuleGroup(f"{service}-diagnoses", interval_seconds, (*recordings.values(), *alerts))
 
 
 def record_names(diagnoses: tuple[ResolvedDiagnosis, ...]) -> dict[tuple[str, Quantity], str]:
@@ -82,37 +94,34 @@ def record_names(diagnoses: tuple[ResolvedDiagnosis, ...]) -> dict[tuple[str, Qu
     return out
 
 
-def _selector(diagnosis: ResolvedDiagnosis, record: str) -> str:
-    return f"{record}{{service={promql.quote(diagnosis.service)}}}"
-
-
-def value_expr(
+def evidence_quantity(
     diagnosis: ResolvedDiagnosis, item: Evidence, names: Mapping[tuple[str, Quantity], str]
-) -> str:
-    """The PromQL whose value the evidence compares: the recording, or for throughput the
-    recording over its mean in the ``baseline`` before the current window."""
-    current = _selector(diagnosis, names[(diagnosis.name, item.quantity)])
+) -> Compared:
+    """What the evidence compares: its recording, or for throughput the recording over its
+    mean in the ``baseline`` before the current window."""
+    own = (promql.Matcher("service", "=", diagnosis.service),)
+    current = Recorded(names[(diagnosis.name, item.quantity)], own)
     if item.quantity != "throughput":
         return current
-    baseline = units.format_duration(diagnosis.baseline_seconds)
-    window = units.format_duration(diagnosis.window_seconds)
-    return f"(\n  {current}\n  / (avg_over_time({current}[{baseline}] offset {window}) > 0)\n)"
+    return VersusBaseline(current, diagnosis.baseline_seconds, diagnosis.window_seconds)
 
 
-def alert_expr(diagnosis: ResolvedDiagnosis, names: Mapping[tuple[str, Quantity], str]) -> str:
+def alert_condition(
+    diagnosis: ResolvedDiagnosis, names: Mapping[tuple[str, Quantity], str]
+) -> Condition:
     """Every piece of evidence on the same host (and model, between vLLM quantities)."""
     host = diagnosis.host.label
-    parts = []
-    for index, item in enumerate(diagnosis.evidence):
-        condition = (
-            f"{value_expr(diagnosis, item, names)} {item.op} {units.literal(item.threshold)}"
-        )
-        if index:
-            both_model = item.recording.by_model and diagnosis.by_model
-            on = f"{host}, model_name" if both_model else host
-            condition = f"and on ({on})\n{condition}"
-        parts.append(condition)
-    return "\n".join(parts)
+    condition: Condition | None = None
+    for item in diagnosis.evidence:
+        quantity = evidence_quantity(diagnosis, item, names)
+        holds = Comparison(quantity, item.op, Threshold(item.threshold, item.unit))
+        if condition is None:
+            condition = holds
+            continue
+        both_model = item.recording.by_model and diagnosis.by_model
+        condition = And(condition, holds, (host, "model_name") if both_model else (host,))
+    assert condition is not None  # a diagnosis has evidence (resolve() checks it)
+    return condition
 
 
 @dataclass(frozen=True)

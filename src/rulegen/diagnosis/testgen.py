@@ -21,7 +21,8 @@ from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.rules import predict_description, summary
-from rulegen.errors import Diagnostic, SpecError
+from rulegen.diagnostics import SPEC_TEST
+from rulegen.errors import SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.synthetic import SynthError, histogram_plan
 
@@ -108,9 +109,8 @@ def diagnosis_tests(
         try:
             cases.append(diagnosis_test(diagnosis, evaluation, scrape))
         except SynthError as exc:
-            o = diagnosis.origin
             message = f"cannot generate a test for {diagnosis.name}: {exc}"
-            failures.append(Diagnostic(o.file, o.line, o.col, o.path, message))
+            failures.append(diagnosis.origin.diagnostic(message, SPEC_TEST))
     if failures:
         raise SpecError(failures)
     return tuple(cases)
@@ -332,8 +332,8 @@ class _Model:
         title = f"{name}: fires for {self.hosts[0].name}; silent for: {quiet}"
         evaluations = int(fire_at / self.eval) + 1
         return TestCase(
-            title, units.format_duration(Decimal(self.scrape.numerator) / self.scrape.denominator),
-            series, tuple(checks), tuple(exprs), evaluations,
+            title, Decimal(self.scrape.numerator) / self.scrape.denominator, series,
+            tuple(checks), tuple(exprs), evaluations,
         )  # fmt: skip
 
     def _run(self) -> tuple[Fraction, Fraction, list[int]]:

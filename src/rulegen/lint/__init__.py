@@ -1,18 +1,25 @@
-"""``rulegen lint``: checks of intent on the specs, offline and against a live Prometheus."""
+"""``rulegen lint``: checks of intent on the specs, offline and against a live Prometheus.
+
+Each check is one module under ``checks/``, registered in ``registry.CHECKS``; findings are
+``Diagnostic`` records with the check's id as their code. ``--disable ID`` and a
+``# rulegen: disable=ID`` comment in a spec silence a check.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from rulegen.catalog import Catalog
-from rulegen.lint.checks import LintTarget, lint_offline
-from rulegen.lint.findings import Finding
-from rulegen.lint.online import TIMEOUT, lint_online
+from rulegen.errors import Diagnostic, SpecError, UsageError
+from rulegen.lint.check import TIMEOUT, Check, Scope, Server
+from rulegen.lint.registry import BY_ID, CHECKS
+from rulegen.lint.suppress import Suppressions, scan, unknown
 from rulegen.load import display, load_inputs
-from rulegen.source.loader import load_file
+from rulegen.source.fields import Collector
+from rulegen.source.loader import LoadError, Positions, load_text, read_source
 
-__all__ = ["Finding", "lint"]
+__all__ = ["CHECKS", "TIMEOUT", "Check", "exit_code", "lint"]
 
 
 def lint(
@@ -21,16 +28,49 @@ def lint(
     prometheus: str | None = None,
     *,
     timeout: float = TIMEOUT,
-) -> list[Finding]:
-    """Every finding on the spec files (``SpecError`` if a spec does not even build); with
-    ``prometheus``, the online checks too (each request ends within ``timeout`` seconds)."""
+    disable: Collection[str] = (),
+) -> list[Diagnostic]:
+    """Every finding on the spec files, in file order (``SpecError`` if a spec does not even
+    build, or a disable comment names no check); with ``prometheus``, the online checks too
+    (each request ends within ``timeout`` seconds). The checks in ``disable`` do not run."""
+    bad = unknown(sorted(disable), BY_ID)
+    if bad:
+        raise UsageError(_unknown_message(bad))
     loaded = load_inputs(files, catalog)
-    positions = {}
+    sources: dict[str, tuple[Positions, Suppressions]] = {}
+    problems: list[Diagnostic] = []
     for path in files:
         name = display(path)
-        positions[name] = load_file(path, name).positions
-    targets = [LintTarget(spec, positions[spec.source]) for spec in loaded.specs]
-    findings = lint_offline(targets)
-    if prometheus:
-        findings += lint_online(targets, prometheus, timeout)
-    return sorted(findings)
+        try:
+            text = read_source(path, name)
+            positions = load_text(text, name).positions
+        except LoadError as exc:  # it changed since it was loaded
+            raise SpecError([exc.diagnostic]) from None
+        suppressions, wrong = scan(name, text, BY_ID)
+        sources[name] = (positions, suppressions)
+        problems += wrong
+    if problems:
+        raise SpecError(problems)
+    checks = [c for c in CHECKS if c.id not in disable and (prometheus or not c.online)]
+    server = Server(prometheus, timeout) if prometheus and any(c.online for c in checks) else None
+    for check in checks:
+        if server is not None and check.prepare is not None:
+            check.prepare(server)
+    findings: list[Diagnostic] = []
+    for spec in loaded.specs:
+        positions, suppressions = sources[spec.source]
+        collector = Collector(positions)
+        for check in checks:
+            check.run(Scope(check, spec, collector, server))
+        findings += [d for d in collector.diagnostics if not suppressions.silences(d, positions)]
+    return sorted(findings, key=Diagnostic.sort_key)
+
+
+def _unknown_message(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids)
+    return f"lint: --disable: unknown check {shown} (rulegen lint --list shows the checks)"
+
+
+def exit_code(findings: Sequence[Diagnostic]) -> int:
+    """1 when any finding is an error, else 0 (warnings and infos do not fail CI)."""
+    return 1 if any(f.severity == "error" for f in findings) else 0

@@ -19,6 +19,7 @@ from grafana_foundation_sdk.models import dashboard as models
 
 from rulegen import promql
 from rulegen.dashboard.model import Dashboard, Panel
+from rulegen.render.prometheus import condition_promql
 
 DATASOURCE = models.DataSourceRef(type_val="prometheus", uid="${datasource}")
 PANEL_HEIGHT = 8
@@ -105,10 +106,13 @@ def _panel(panel: Panel, panel_id: int) -> timeseries.Panel | stat.Panel:
                 .placement(common.LegendPlacement.BOTTOM)
             )
         )
+    description = panel.description
+    if panel.condition is not None:
+        description += f" `{condition_promql(panel.condition)}`"
     builder = (
         builder.id(panel_id)
         .title(panel.title)
-        .description(panel.description)
+        .description(description)
         .datasource(DATASOURCE)
         .unit(panel.unit)
         .span(panel.width)

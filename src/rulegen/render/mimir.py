@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import promql_parser
@@ -27,18 +27,13 @@ def mimir_namespace_file(
     namespace: str, groups: Sequence[RuleGroup], grouping_label: str = DEFAULT_GROUPING_LABEL
 ) -> dict[str, Any]:
     """One ``mimirtool rules load`` file: ``namespace:`` and ``groups:``, the grouping label
-    added to every aggregation and ``on (...)`` as ``mimirtool rules prepare`` does."""
-    prepared = tuple(
-        replace(
-            group,
-            rules=tuple(
-                replace(rule, expr=add_grouping_label(rule.expr, grouping_label))
-                for rule in group.rules
-            ),
-        )
-        for group in groups
-    )
-    return {"namespace": namespace, "groups": rule_file(prepared)["groups"]}
+    added to every aggregation and ``on (...)`` as ``mimirtool rules prepare`` does (to the
+    rendered expressions: ``mimirtool`` works on PromQL text too)."""
+    data = rule_file(tuple(groups))["groups"]
+    for group in data:
+        for rule in group["rules"]:
+            rule["expr"] = add_grouping_label(rule["expr"], grouping_label)
+    return {"namespace": namespace, "groups": data}
 
 
 AGGREGATIONS = frozenset(

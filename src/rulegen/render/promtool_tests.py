@@ -6,18 +6,21 @@ that decides what a test checks is each feature's ``testgen``.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
+from rulegen import units
 from rulegen.generated import TestCase
 
 
 def tests_file(
-    rule_file: str, evaluation_interval: str, cases: tuple[TestCase, ...]
+    rule_file: str, evaluation_interval: Decimal, cases: tuple[TestCase, ...]
 ) -> dict[str, Any]:
-    """The data of one promtool test file; ``rule_file`` is relative to the test file."""
+    """The data of one promtool test file; ``rule_file`` is relative to the test file,
+    ``evaluation_interval`` in seconds."""
     return {
         "rule_files": [rule_file],
-        "evaluation_interval": evaluation_interval,
+        "evaluation_interval": units.format_duration(evaluation_interval),
         "tests": [_case(c) for c in cases],
     }
 
@@ -25,7 +28,7 @@ def tests_file(
 def _case(case: TestCase) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": case.name,
-        "interval": case.interval,
+        "interval": units.format_duration(case.interval_seconds),
         "input_series": [{"series": s.series, "values": s.values} for s in case.series],
         "alert_rule_test": [
             {

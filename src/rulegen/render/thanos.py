@@ -14,7 +14,7 @@ import promql_parser
 
 from rulegen.generated import AlertRule, RecordingRule, RuleGroup
 from rulegen.render.operator import PARTIAL_RESPONSE_STRATEGIES, with_strategy
-from rulegen.render.prometheus import rule_file
+from rulegen.render.prometheus import rule_expr, rule_file
 
 ABSENT = "absent(): a series held by a store that does not answer reads as absent"
 UNLESS = (
@@ -121,7 +121,7 @@ def partial_response_flags(
         if warn_groups is None or group.name in warn_groups:
             for rule in group.rules:
                 found: list[str] = []
-                _visit(promql_parser.parse(rule.expr), False, labels, found)
+                _visit(promql_parser.parse(rule_expr(rule)), False, labels, found)
                 direct[id(rule)] = list(dict.fromkeys(found))
     reads = _propagate(groups, {key for key, reasons in direct.items() if reasons})
     flags: list[Flag] = []
@@ -138,7 +138,7 @@ def partial_response_flags(
 
 def _propagate(groups: Sequence[RuleGroup], flagged: set[int]) -> dict[int, list[str]]:
     """For each rule (by ``id``), the flagged recordings it reads, until nothing changes."""
-    selectors = {id(rule): _selectors(rule.expr) for group in groups for rule in group.rules}
+    selectors = {id(rule): _selectors(rule_expr(rule)) for group in groups for rule in group.rules}
     rules = [rule for group in groups for rule in group.rules]
     reads: dict[int, list[str]] = {}
     changed = True

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rulegen import promql
+from rulegen.source.loader import Origin
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class RoutingTest:
 
     labels: tuple[tuple[str, str], ...]
     receivers: tuple[str, ...]
-    origin: str
+    origin: Origin
 
 
 @dataclass(frozen=True)

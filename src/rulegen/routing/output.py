@@ -14,6 +14,7 @@ from rulegen import promql
 from rulegen.generated import AlertRule, ServiceOutput
 from rulegen.routing.config import alertmanager_config, routing_tests
 from rulegen.routing.model import Inhibit, ResolvedRouting
+from rulegen.source.loader import Origin
 
 CONFIG = "alertmanager/alertmanager.yml"
 TESTS = "alertmanager/routing-tests.yml"
@@ -27,6 +28,7 @@ class RoutingOutput:
     tests: dict[str, Any]
     cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]]
     reports: list[str] = field(default_factory=list)
+    origins: dict[str, Origin] = field(default_factory=dict)  # a user test's spec position
 
 
 def generated_alerts(services: Sequence[ServiceOutput]) -> list[tuple[str, dict[str, str]]]:
@@ -95,11 +97,12 @@ def routing_output(
         routing, slo_inhibits(services) + diagnosis_inhibits(services), base
     )
     alerts = generated_alerts(services)
+    origins = {f"{t.origin.where()}: routing test": t.origin for t in routing.tests}
     cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = [
-        (f"{t.origin}: routing test", dict(t.labels), t.receivers) for t in routing.tests
+        (name, dict(t.labels), t.receivers) for name, t in zip(origins, routing.tests, strict=True)
     ]
     cases += [(name, labels, routing.receivers_for(labels)) for name, labels in alerts]
-    return RoutingOutput(config, routing_tests(cases), cases, _reports(routing, alerts))
+    return RoutingOutput(config, routing_tests(cases), cases, _reports(routing, alerts), origins)
 
 
 def _reports(routing: ResolvedRouting, alerts: list[tuple[str, dict[str, str]]]) -> list[str]:

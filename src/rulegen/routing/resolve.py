@@ -177,6 +177,5 @@ def _inhibit(col: Collector, path: PathKey, spec: Any) -> Inhibit:
 def _test(col: Collector, path: PathKey, spec: Any, names: set[str]) -> RoutingTest:
     for index, name in enumerate(spec.receivers):
         _known(col, (*path, "receivers", index), name, names)
-    line, column = col.positions.at(path)
-    origin = f"{col.positions.file}:{line}:{column}"
+    origin = col.origin(path)
     return RoutingTest(tuple(sorted(spec.labels.items())), tuple(spec.receivers), origin)

@@ -437,10 +437,4 @@ def base_window(windows: tuple[Decimal, ...]) -> Decimal:
 
 def format_fraction(value: Fraction) -> str:
     """An exact PromQL number: a short decimal when there is one, else ``(p / q)``."""
-    denominator = value.denominator
-    for prime in (2, 5):
-        while denominator % prime == 0:
-            denominator //= prime
-    if denominator == 1:
-        return units.literal(Decimal(value.numerator) / Decimal(value.denominator))
-    return f"({value.numerator} / {value.denominator})"
+    return units.fraction_literal(value)

@@ -11,7 +11,18 @@ from decimal import Decimal
 from fractions import Fraction
 
 from rulegen import promql, units
-from rulegen.generated import AlertRule, RecordingRule, RuleGroup
+from rulegen.generated import (
+    AlertRule,
+    And,
+    AnyOf,
+    Comparison,
+    Condition,
+    Divided,
+    Recorded,
+    RecordingRule,
+    RuleGroup,
+    Threshold,
+)
 from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, format_fraction, windows_of
 from rulegen.slo.windows import Term, plan_windows
@@ -72,9 +83,7 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
         RecordingRule(OBJECTIVE, f"vector({units.literal(slo.objective)})", own, slo.origin)
     )
     rules.extend(_alert(slo, alert) for alert in slo.alerts)
-    return RuleGroup(
-        f"{slo.service}-slo-{slo.name}", units.format_duration(slo.evaluation), tuple(rules)
-    )
+    return RuleGroup(f"{slo.service}-slo-{slo.name}", slo.evaluation, tuple(rules))
 
 
 def _sum(slo: ResolvedSLO, inner: str) -> str:
@@ -115,7 +124,10 @@ def _sum_of(slo: ResolvedSLO, metric: str, terms: tuple[Term, ...]) -> str:
 
 
 def tier_condition(slo: ResolvedSLO, tier: Tier, pick: Callable[[str], str] | None = None) -> str:
-    """The PromQL that is non-empty while ``tier`` burns too fast (min_traffic included)."""
+    """The PromQL that is non-empty while ``tier`` burns too fast (min_traffic included), as
+    text: what a generated test's check and an annotation's ``query`` evaluate (the latter
+    selects with Go-template placeholders, ``pick``, which no typed matcher can hold). The
+    rule's own condition is ``tier_alert_condition``; a unit test holds the two equal."""
     select = pick or (lambda metric: own_selector(slo, metric))
     budget = units.literal(slo.budget)
     factor = format_fraction(tier.factor)
@@ -129,16 +141,33 @@ def tier_condition(slo: ResolvedSLO, tier: Tier, pick: Callable[[str], str] | No
     return "\nand\n".join(lines)
 
 
-def alert_condition(slo: ResolvedSLO, alert: SLOAlert) -> str:
-    """Any tier of the alert: ``(tier) or (tier)``."""
-    blocks = [tier_condition(slo, tier) for tier in alert.tiers]
-    if len(blocks) == 1:
-        return blocks[0]
-    return "\nor\n".join("(\n" + _indent(b) + "\n)" for b in blocks)
+def own_recording(slo: ResolvedSLO, metric: str) -> Recorded:
+    """This SLO's own recording (its service and slo labels), as ``own_selector`` writes it."""
+    own = (promql.Matcher("service", "=", slo.service), promql.Matcher("slo", "=", slo.name))
+    return Recorded(metric, own)
 
 
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
+def tier_alert_condition(slo: ResolvedSLO, tier: Tier) -> Condition:
+    """``tier`` burns too fast: both windows' burn rates above the tier's factor, and, with
+    ``min_traffic``, enough events per second in the short window."""
+    factor = Threshold(units.exact_number(tier.factor), "ratio")
+
+    def burn(window: Decimal) -> Comparison:
+        ratio = own_recording(slo, RATIO + window_name(window))
+        return Comparison(Divided(ratio, slo.budget), ">", factor)
+
+    condition: Condition = And(burn(tier.long), burn(tier.short))
+    if slo.min_traffic is not None:
+        events = Divided(own_recording(slo, TOTAL + window_name(tier.short)), tier.short)
+        enough = Comparison(events, ">=", Threshold(slo.min_traffic, "rate"))
+        condition = And(condition, enough)
+    return condition
+
+
+def alert_condition(slo: ResolvedSLO, alert: SLOAlert) -> Condition:
+    """Any tier of the alert: ``(tier) or (tier)``; one tier alone."""
+    tiers = tuple(tier_alert_condition(slo, tier) for tier in alert.tiers)
+    return tiers[0] if len(tiers) == 1 else AnyOf(tiers)
 
 
 def _alert(slo: ResolvedSLO, alert: SLOAlert) -> AlertRule:
@@ -147,7 +176,7 @@ def _alert(slo: ResolvedSLO, alert: SLOAlert) -> AlertRule:
     return AlertRule(
         slo.alert_name,
         alert_condition(slo, alert),
-        units.format_duration(alert.for_seconds) if alert.for_seconds else "",
+        alert.for_seconds,
         tuple((k, go_escape(v)) for k, v in sorted(labels.items())),
         alert_annotations(slo, alert),
         slo.origin,

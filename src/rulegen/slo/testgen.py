@@ -64,7 +64,7 @@ def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, .
                 continue  # the slow burn already fires the ticket through it alone
             alone = _tier_alone(slo, alert, tier, series)
             if alone is not None:
-                (cases if alone.interval == _t(slo.evaluation) else history).append(alone)
+                (cases if alone.interval_seconds == slo.evaluation else history).append(alone)
     for tier in slo.tiers:
         cases.extend(_edges(slo, tier, series))
     if slo.min_traffic is not None and slo.alerts:
@@ -371,7 +371,7 @@ def _values_at(
 def _case(name: str, traffic: Traffic, series: SeriesMaker, checks: list[ExprCheck]) -> TestCase:
     return TestCase(
         name=name,
-        interval=units.format_duration(traffic.step),
+        interval_seconds=traffic.step,
         series=series.series(traffic),
         alert_checks=(),
         expr_checks=tuple(checks),

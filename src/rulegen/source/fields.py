@@ -1,7 +1,8 @@
 """Field checks shared by every resolver (service, alerts, SLOs, diagnoses, routing).
 
 Why: every resolver reports errors the same way (all of them, each at its position, through
-one ``Collector``) and parses durations and label sets with the same messages.
+one ``Collector``) and parses durations and label sets with the same messages. ``lint``
+reports its findings through the same collector.
 """
 
 from __future__ import annotations
@@ -9,26 +10,44 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
+from rulegen import diagnostics as codes
 from rulegen import promql, units
-from rulegen.errors import Diagnostic
-from rulegen.source.loader import Origin, PathKey, Positions, format_path
+from rulegen.errors import Diagnostic, FieldPath, Severity
+from rulegen.source.loader import Origin, PathKey, Positions, Where
 
 RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
 
 
 class Collector:
-    """Collects diagnostics for one file so all of them are reported in one run."""
+    """Collects the diagnostics of one file (spec errors, lint findings), each at the position
+    of the value it is about, so all of them are reported in one run."""
 
     def __init__(self, positions: Positions) -> None:
         self.positions = positions
         self.diagnostics: list[Diagnostic] = []
 
-    def error(self, path: PathKey, message: str) -> None:
-        self.diagnostics.append(self.positions.diag(path, message))
+    def error(self, path: Where, message: str, code: str = codes.SPEC_VALUE) -> None:
+        """A spec error at ``path``."""
+        self.diagnostics.append(self.positions.diag(path, message, code=code))
 
-    def origin(self, path: PathKey) -> Origin:
+    def add(self, path: Where, message: str, code: str, severity: Severity, hint: str = "") -> None:
+        """A problem of any code and severity at ``path`` (a lint finding)."""
         line, col = self.positions.at(path)
-        return Origin(self.positions.file, line, col, format_path(path))
+        self.diagnostics.append(
+            Diagnostic(
+                self.positions.file, line, col, FieldPath.of(path), message, code, severity, hint
+            )
+        )
+
+    def field(self, base: Where, key: str | int) -> FieldPath:
+        """``base`` then ``key`` when the file has that value, else ``base`` (a default has no
+        line of its own)."""
+        below = (*base, key)
+        return FieldPath(below) if self.positions.has(below) else FieldPath.of(base)
+
+    def origin(self, path: Where) -> Origin:
+        """The position of ``path``, kept by what is resolved from it."""
+        return self.positions.origin(path)
 
 
 def duration(

@@ -11,7 +11,6 @@ definitions) goes through here too, so the same guards hold for all of them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -21,9 +20,11 @@ from typing import Any
 import yaml
 import yaml.reader
 
-from rulegen.errors import Diagnostic
+from rulegen import diagnostics as codes
+from rulegen.errors import Diagnostic, FieldPath
 
 PathKey = tuple[str | int, ...]
+Where = PathKey | FieldPath  # a field, as a plain tuple of parts or a typed path
 MAX_NODES = 20_000
 MAX_BYTES = 2_000_000
 # Lists and mappings inside each other; a spec needs about ten, a deep routing tree thirty.
@@ -38,11 +39,11 @@ class Positions:
     values: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     keys: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
 
-    def has(self, path: PathKey) -> bool:
+    def has(self, path: Where) -> bool:
         """Whether the file itself has a value at ``path`` (a default has none)."""
         return tuple(path) in self.values
 
-    def at(self, path: PathKey, *, key: bool = False) -> tuple[int, int]:
+    def at(self, path: Where, *, key: bool = False) -> tuple[int, int]:
         """The position of ``path``, or of its nearest ancestor that exists in the file."""
         table = self.keys if key else self.values
         probe = tuple(path)
@@ -54,10 +55,17 @@ class Positions:
             probe = probe[:-1]
         return self.values.get((), (1, 1))
 
-    def diag(self, path: PathKey, message: str, *, key: bool = False) -> Diagnostic:
-        """A diagnostic located at ``path``."""
+    def diag(
+        self, path: Where, message: str, *, key: bool = False, code: str = codes.SPEC_VALUE
+    ) -> Diagnostic:
+        """A diagnostic located at ``path`` (at its key, with ``key``)."""
         line, col = self.at(path, key=key)
-        return Diagnostic(self.file, line, col, format_path(path), message)
+        return Diagnostic(self.file, line, col, FieldPath.of(path), message, code)
+
+    def origin(self, path: Where) -> Origin:
+        """The position of ``path``, kept by what is resolved from it."""
+        line, col = self.at(path)
+        return Origin(self.file, line, col, FieldPath.of(path))
 
 
 @dataclass(frozen=True)
@@ -65,13 +73,25 @@ class Origin:
     """Where in a spec a rule comes from, to map promtool's messages back to the user.
 
     Why here: it is a position in an input file, like a diagnostic's; resolved objects and
-    generated rules carry it, so a problem found as late as promtool still names the spec line.
+    generated rules carry it, so a problem found as late as promtool still names the spec line,
+    and ``lint`` finds the fields below it without parsing a path back from text.
     """
 
     file: str
     line: int
     col: int
-    path: str
+    path: FieldPath
+
+    def where(self) -> str:
+        """``FILE:LINE:COL``."""
+        return f"{self.file}:{self.line}:{self.col}"
+
+    def diagnostic(
+        self, message: str, code: str = codes.SPEC_VALUE, *, path: FieldPath | None = None
+    ) -> Diagnostic:
+        """A problem of what came from here (at ``path`` below it, shown instead)."""
+        shown = self.path if path is None else path
+        return Diagnostic(self.file, self.line, self.col, shown, message, code)
 
 
 @dataclass
@@ -91,26 +111,6 @@ class LoadError(Exception):
 
     def __reduce__(self) -> tuple[type[LoadError], tuple[Diagnostic]]:
         return (LoadError, (self.diagnostic,))
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def format_path(path: PathKey) -> str:
-    """``("alerts", 0, "threshold")`` → ``alerts[0].threshold``; odd keys as ``["a b"]``.
-
-    Why: a key with a line break or a dot must not break the one-line diagnostic or read as
-    two fields.
-    """
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _PLAIN_KEY.match(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{json.dumps(part)}]"
-    return out
 
 
 def display(path: Path) -> str:
@@ -141,20 +141,23 @@ def read_source(path: Path, display: str) -> str:
         raw = read_capped(path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise LoadError(Diagnostic(display, 1, 1, "", f"cannot read file: {reason}")) from None
+        raise LoadError(_whole(display, f"cannot read file: {reason}")) from None
     return decode_source(raw, display)
 
 
 def decode_source(raw: bytes, display: str) -> str:
     """``raw`` as text: at most ``MAX_BYTES``, UTF-8; else ``LoadError``."""
     if len(raw) > MAX_BYTES:
-        raise LoadError(Diagnostic(display, 1, 1, "", f"file is larger than {MAX_BYTES} bytes"))
+        raise LoadError(_whole(display, f"file is larger than {MAX_BYTES} bytes"))
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise LoadError(
-            Diagnostic(display, 1, 1, "", f"file is not UTF-8 ({exc.reason})")
-        ) from None
+        raise LoadError(_whole(display, f"file is not UTF-8 ({exc.reason})")) from None
+
+
+def _whole(file: str, message: str) -> Diagnostic:
+    """A problem of the whole file (it cannot be read, or is no YAML), at its start."""
+    return Diagnostic(file, 1, 1, FieldPath(), message, codes.SPEC_YAML)
 
 
 def load_file(path: Path, display: str) -> LoadedDocument:
@@ -165,7 +168,7 @@ def load_file(path: Path, display: str) -> LoadedDocument:
 def load_text(text: str, display: str) -> LoadedDocument:
     """Parse YAML text; the document must be exactly one mapping."""
     if len(text) > MAX_BYTES:
-        raise LoadError(Diagnostic(display, 1, 1, "", f"file is larger than {MAX_BYTES} bytes"))
+        raise LoadError(_whole(display, f"file is larger than {MAX_BYTES} bytes"))
     positions = Positions(display)
     node = _fast_compose(text)
     if node is None:
@@ -241,9 +244,9 @@ def _depth_bound(text: str) -> int:
 
 def _too_deep(file: str, line: int, col: int, path: PathKey) -> Diagnostic:
     """The first node past ``MAX_DEPTH``; its path is cut short to keep the line readable."""
-    shown = format_path(path[:4]) + ("..." if len(path) > 4 else "")
+    shown = FieldPath(path[:4], more=len(path) > 4)
     message = f"nested more than {MAX_DEPTH} levels deep (lists and mappings inside each other)"
-    return Diagnostic(file, line, col, shown, message)
+    return Diagnostic(file, line, col, shown, message, codes.SPEC_YAML)
 
 
 def _tagged(tag: str) -> str:
@@ -273,7 +276,7 @@ class _GuardedLoader(yaml.SafeLoader):
         line, col = event.start_mark.line + 1, event.start_mark.column + 1
         tag = getattr(event, "tag", None)
         if tag is not None:
-            raise LoadError(Diagnostic(self.display, line, col, format_path(path), _tagged(tag)))
+            raise LoadError(_at(self.display, (line, col), path, _tagged(tag)))
         if not isinstance(event, yaml.CollectionStartEvent):
             return super().compose_node(parent, index)
         if len(self.open) >= MAX_DEPTH:
@@ -307,11 +310,11 @@ def _compose(text: str, display: str) -> yaml.Node:
     except yaml.MarkedYAMLError as exc:
         raise LoadError(_marked_error(exc, display)) from None
     except yaml.YAMLError as exc:
-        raise LoadError(Diagnostic(display, 1, 1, "", f"invalid YAML: {exc}")) from None
+        raise LoadError(_whole(display, f"invalid YAML: {exc}")) from None
     finally:
         loader.dispose()
     if node is None:
-        raise LoadError(Diagnostic(display, 1, 1, "", "file is empty (expected a spec mapping)"))
+        raise LoadError(_whole(display, "file is empty (expected a spec mapping)"))
     return node
 
 
@@ -320,7 +323,10 @@ def _reader_error(text: str, exc: yaml.reader.ReaderError, display: str) -> Diag
     line = before.count("\n") + 1
     col = exc.position - (before.rfind("\n") + 1) + 1
     char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
-    return Diagnostic(display, line, col, "", f"invalid YAML: character {char} is not allowed")
+    return Diagnostic(
+        display, line, col, FieldPath(), f"invalid YAML: character {char} is not allowed",
+        codes.SPEC_YAML,
+    )  # fmt: skip
 
 
 def _marked_error(exc: yaml.MarkedYAMLError, display: str) -> Diagnostic:
@@ -337,7 +343,7 @@ def _marked_error(exc: yaml.MarkedYAMLError, display: str) -> Diagnostic:
         where = f"{exc.context_mark.line + 1}:{exc.context_mark.column + 1}"
         if "expected a single document" not in context and "block" not in context:
             problem += f" ({context} at {where})"
-    return Diagnostic(display, line, col, "", f"invalid YAML: {problem}")
+    return Diagnostic(display, line, col, FieldPath(), f"invalid YAML: {problem}", codes.SPEC_YAML)
 
 
 class _Builder:
@@ -356,6 +362,7 @@ class _Builder:
                     path,
                     f"document expands to more than {MAX_NODES} values "
                     "(YAML alias bomb or runaway anchors)",
+                    code=codes.SPEC_YAML,
                 )
             )
         here = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -409,6 +416,7 @@ class _Builder:
                         key_pos,
                         (*path, key),
                         f"duplicate key {key!r} (first defined on line {first[0]})",
+                        codes.SPEC_DUPLICATE,
                     )
                 )
             self.positions.keys[(*path, key)] = key_pos
@@ -416,8 +424,10 @@ class _Builder:
         return result
 
 
-def _at(file: str, pos: tuple[int, int], path: PathKey, message: str) -> Diagnostic:
-    return Diagnostic(file, pos[0], pos[1], format_path(path), message)
+def _at(
+    file: str, pos: tuple[int, int], path: PathKey, message: str, code: str = codes.SPEC_YAML
+) -> Diagnostic:
+    return Diagnostic(file, pos[0], pos[1], FieldPath.of(path), message, code)
 
 
 def _surrogate(text: str) -> str:

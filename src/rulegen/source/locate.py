@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from rulegen import diagnostics as codes
 from rulegen.errors import Diagnostic
 from rulegen.source.credentials import SECRET_FIELDS, has_url_credentials
 from rulegen.source.loader import PathKey, Positions
@@ -28,15 +29,33 @@ def pydantic_diagnostics(exc: ValidationError, positions: Positions, data: Any) 
         if (path, message) in seen:
             continue
         seen.add((path, message))
+        code = code_of(error["type"])
         if error["type"] == "extra_forbidden":
-            out.append(positions.diag(path, message, key=True))
+            out.append(positions.diag(path, message, key=True, code=code))
         elif error["type"] == "union_tag_invalid":
-            out.append(positions.diag((*path, _tag_key(error)), message))
+            out.append(positions.diag((*path, _tag_key(error)), message, code=code))
         elif error["type"] == "missing":
-            out.append(positions.diag(path[:-1], f"{path[-1]}: {message}"))
+            out.append(positions.diag(path[:-1], f"{path[-1]}: {message}", code=code))
         else:
-            out.append(positions.diag(path, message))
+            out.append(positions.diag(path, message, code=code))
     return out
+
+
+_CODES = {
+    "extra_forbidden": codes.SPEC_UNKNOWN_KEY,
+    "missing": codes.SPEC_MISSING,
+    "union_tag_not_found": codes.SPEC_MISSING,
+}
+
+
+def code_of(error_type: str) -> str:
+    """The diagnostic code of a pydantic error type: an unknown key, a missing one, a value
+    of the wrong type (``*_type``, ``*_parsing``), else a refused value."""
+    if error_type in _CODES:
+        return _CODES[error_type]
+    if error_type.endswith(("_type", "_parsing")):
+        return codes.SPEC_TYPE
+    return codes.SPEC_VALUE
 
 
 def _data_path(loc: tuple[int | str, ...], data: Any) -> PathKey:

@@ -24,13 +24,36 @@ _RULE_ERROR = re.compile(
 )
 
 
+ALERTNAME = re.compile(r"alertname: ([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class FailedAssertion:
+    """One failed assertion of ``promtool test rules`` (or a file's own problem), as promtool
+    reports it: the test file and the lines of its report, indentation kept."""
+
+    file: str
+    lines: tuple[str, ...]
+
+    @property
+    def alertname(self) -> str | None:
+        """The alert the assertion is about (``alertname: X``), if any."""
+        for line in self.lines:
+            match = ALERTNAME.search(line)
+            if match:
+                return match.group(1)
+        return None
+
+
 @dataclass(frozen=True)
 class ToolResult:
-    """What promtool said: ok or not, and its messages line by line."""
+    """What promtool said: ok or not, its messages line by line and, for ``test rules``,
+    each failed assertion."""
 
     ok: bool
     messages: tuple[str, ...]
     argv: tuple[str, ...]
+    failures: tuple[FailedAssertion, ...] = ()
 
 
 TIMEOUT_SECONDS = 600
@@ -79,8 +102,9 @@ def run_tests(files: Sequence[str], cwd: Path, runner: Runner = _default_runner)
     argv = (find_promtool(), "test", "rules", *files)
     result = runner(argv, cwd)
     text = (result.stdout + result.stderr).strip()
-    messages = tuple(_test_failures(text)) if result.returncode != 0 else ()
-    return ToolResult(result.returncode == 0, messages, argv)
+    if result.returncode == 0:
+        return ToolResult(True, (), argv)
+    return ToolResult(False, tuple(_test_failures(text)), argv, tuple(failed_assertions(text)))
 
 
 def _test_failures(text: str) -> list[str]:
@@ -97,6 +121,42 @@ def _test_failures(text: str) -> list[str]:
         out.append(
             f"{current}: {stripped.strip()}" if stripped.strip() == "FAILED:" else f"  {stripped}"
         )
+    return out
+
+
+def failed_assertions(text: str) -> list[FailedAssertion]:
+    """promtool's test report split into failed assertions, in order.
+
+    promtool writes each file's ``FAILED:`` block to stderr with no blank line between the
+    assertions; each starts at the outer indentation (``    name: …`` or ``    alertname: …``,
+    ``    expr: …``, or an error of the file), a ``name:`` line taking the next line with it,
+    and everything indented deeper belongs to it.
+    """
+    out: list[FailedAssertion] = []
+    current = ""
+    block: list[str] = []
+    outer: int | None = None
+
+    def close() -> None:
+        if block:
+            out.append(FailedAssertion(current, tuple(block)))
+            block.clear()
+
+    for line in text.splitlines():
+        if line.startswith("Unit Testing:"):
+            close()
+            current, outer = line.split(":", 1)[1].strip(), None
+            continue
+        stripped = line.rstrip()
+        if not stripped or stripped.strip() in ("SUCCESS", "FAILED:"):
+            continue
+        indent = len(stripped) - len(stripped.lstrip())
+        outer = indent if outer is None else min(outer, indent)
+        after_name = bool(block) and block[-1].strip().startswith("name:")
+        if indent <= outer and not after_name:
+            close()
+        block.append(stripped)
+    close()
     return out
 
 

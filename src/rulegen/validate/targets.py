@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from rulegen.errors import ValidationFailed
+from rulegen import diagnostics as codes
+from rulegen.errors import Diagnostic, FieldPath, ValidationFailed
 from rulegen.validate import promtool
 from rulegen.validate.crd import validate_prometheus_rule
 
@@ -31,10 +32,8 @@ def check_targets(files: Mapping[str, str]) -> list[str]:
         problems = validate_prometheus_rule(yaml.safe_load(files[name]))
         if problems:
             raise ValidationFailed(
-                [
-                    f"{name}: rejected by the PrometheusRule CRD schema:",
-                    *(f"  {p}" for p in problems),
-                ]
+                [Diagnostic(name, 0, 0, FieldPath(), p, codes.CRD_SCHEMA) for p in problems],
+                f"{name}: rejected by the PrometheusRule CRD schema:",
             )
     if kubernetes:
         summary.append(f"PrometheusRule CRD schema: {len(kubernetes)} object(s) valid")
@@ -49,9 +48,10 @@ def check_targets(files: Mapping[str, str]) -> list[str]:
         if not checked.ok:
             raise ValidationFailed(
                 [
-                    "promtool check rules failed on a target file:",
-                    *(f"  {m}" for m in checked.messages),
-                ]
+                    Diagnostic("", 0, 0, FieldPath(), m, codes.PROMTOOL_CHECK)
+                    for m in checked.messages
+                ],
+                "promtool check rules failed on a target file:",
             )
         summary.append(f"promtool check rules: {len(others)} thanos/mimir file(s) ok")
     return summary

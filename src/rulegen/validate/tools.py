@@ -12,7 +12,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from rulegen.errors import ToolNotFoundError, ValidationFailed
+from rulegen import diagnostics as codes
+from rulegen.errors import Diagnostic, FieldPath, ToolNotFoundError, ValidationFailed
 
 
 def find_tool(name: str, hint: str) -> str:
@@ -36,6 +37,6 @@ def run_tool(argv: Sequence[str], cwd: Path, timeout: int) -> subprocess.Complet
             list(argv), cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        raise ValidationFailed(
-            [f"{' '.join(argv[:3])} did not finish in {timeout}s (stopped)"]
-        ) from None
+        message = f"{' '.join(argv[:3])} did not finish in {timeout}s (stopped)"
+        timed_out = Diagnostic("", 0, 0, FieldPath(), message, codes.TOOL_TIMEOUT)
+        raise ValidationFailed([timed_out]) from None

@@ -1,0 +1,1 @@
+"""The lint checks, one module each; ``rulegen.lint.registry`` lists them."""

@@ -1,0 +1,41 @@
+"""``label/severity``: severities that lose a page."""
+
+from __future__ import annotations
+
+from rulegen.lint.check import SEVERITY_RANK, Check, Scope
+
+
+def run(scope: Scope) -> None:
+    """A diagnosis that holds back an alert more severe than itself (while it fires,
+    Alertmanager inhibits that alert on its host, so the page is lost): an error. An SLO
+    whose ticket is more severe than its page (the escalation is inverted, and with a
+    routing file the page inhibits the ticket): a warning."""
+    spec = scope.spec
+    for diagnosis in spec.diagnoses:
+        held = {a.name: a for a in spec.alerts if a.name in diagnosis.explains}
+        for name, alert in held.items():
+            if SEVERITY_RANK[alert.severity] > SEVERITY_RANK[diagnosis.severity]:
+                scope.report(
+                    scope.field(diagnosis.origin.path, "severity"),
+                    f"{diagnosis.name} ({diagnosis.severity}) holds back {name} "
+                    f"({alert.severity}) on its host: while the diagnosis fires, that page is "
+                    f"lost; give the diagnosis severity {alert.severity}",
+                )
+    for slo in spec.slos:
+        severities = {a.key: a.severity for a in slo.alerts}
+        page, ticket = severities.get("page"), severities.get("ticket")
+        if page and ticket and SEVERITY_RANK[ticket] > SEVERITY_RANK[page]:
+            scope.report(
+                slo.origin.path.child("alerting"),
+                f"SLO {slo.name}: the ticket ({ticket}) is more severe than the page ({page})",
+                "warning",
+            )
+
+
+CHECK = Check(
+    "label/severity",
+    "error",
+    "a diagnosis that holds back a more severe alert; an SLO ticket more severe than its page "
+    "(warning)",
+    run,
+)
