@@ -51,7 +51,7 @@ typecheck: install ## mypy --strict
 	$(BIN)/mypy
 
 update-golden: install ## rewrite tests/golden/*/expected from the current output
-	$(BIN)/pytest -q tests/test_golden.py --update-golden
+	$(BIN)/pytest -q tests/output/test_golden.py --update-golden
 
 check-rules: ## promtool check + test on the committed rules/
 	promtool check rules rules/prometheus/*.yml

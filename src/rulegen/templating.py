@@ -16,7 +16,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError
+from jinja2 import StrictUndefined, Template, TemplateError, Undefined
 
 from rulegen import promql, units
 from rulegen.sandbox import (
@@ -92,7 +92,8 @@ def _text_template(source: str) -> Template:
 
 @lru_cache(maxsize=1024)
 def _expression(source: str) -> Callable[..., Any]:
-    return PROMQL_ENV.compile_expression(source)
+    # an undefined name is an error (StrictUndefined), not a silent None
+    return PROMQL_ENV.compile_expression(source, undefined_to_none=False)
 
 
 def _render(compile_: Callable[[str], Template], source: str, context: Mapping[str, Any]) -> str:
@@ -140,7 +141,10 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
     rewritten = _DECIMAL_LITERAL.sub(name, expression)
     try:
         check_source(expression)
-        return run(lambda: _expression(rewritten)(**context, **literals))
+        value = run(lambda: _expression(rewritten)(**context, **literals))
+        if isinstance(value, Undefined):
+            str(value)  # raises StrictUndefined's "'name' is undefined"
+        return value
     except TemplateFailure:
         raise
     except Exception as exc:  # any error inside a user's recipe is theirs to fix

@@ -155,7 +155,7 @@ def format_duration(seconds: Decimal) -> str:
         count, millis = divmod(millis, size)
         if count:
             parts.append(f"{count}{unit}")
-    return "".join(parts)
+    return "".join(parts) or "0s"  # below a millisecond: Prometheus' resolution
 
 
 def format_human(value: Decimal, unit: str) -> str:

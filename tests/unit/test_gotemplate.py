@@ -2,7 +2,7 @@
 
 Generated promtool tests assert exact annotations, so the predictor must match Prometheus'
 Go templates for what rulegen writes and refuse everything else rather than guess.
-``tests/test_units.py`` has the first humanize cases; the expected texts below are
+``tests/unit/test_units.py`` has the first humanize cases; the expected texts below are
 Prometheus' own (``template.go``: ``%.4g`` with SI, binary or time prefixes).
 """
 

@@ -1,7 +1,7 @@
 """``rulegen.promql``: quoting, matcher parsing, RE2 checks, regex examples, syntax and types.
 
 Pure functions on text: no promtool. The PromQL they accept or produce is what Prometheus
-accepts (``promql_parser`` is the same grammar); ``tests/test_hostile_text.py`` proves the
+accepts (``promql_parser`` is the same grammar); ``tests/alerts/test_hostile_text.py`` proves the
 quoting end to end with promtool.
 """
 

@@ -226,3 +226,17 @@ def test_a_placeholder_without_a_value_is_an_error_listing_those_available() -> 
     )
     with pytest.raises(ValueError, match=re.escape(expected)):
         templating.user_text("{threshold}", {"for": "5m"}, "{{ $value }}")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["bandwith * 2", "q + missing", "undefined_name"],
+    ids=[
+        "a misspelt parameter in a recipe is an error, not None",
+        "an undefined name inside arithmetic is an error",
+        "a bare undefined name is an error",
+    ],
+)
+def test_an_undefined_name_in_a_recipe_is_a_template_failure(expression: str) -> None:
+    with pytest.raises(TemplateFailure, match="is undefined"):
+        templating.evaluate(expression, {"q": Decimal(1), "bandwidth": Decimal(2)})

@@ -2,7 +2,7 @@
 
 Every value is a ``Decimal`` so that a threshold comes out of PromQL as the short literal the
 user meant; the round trips below are what keep golden files free of float noise.
-``tests/test_units.py`` has the first cases; these tables pin every unit and every error.
+``tests/unit/test_units.py`` has the first cases; these tables pin every unit and every error.
 """
 
 from __future__ import annotations
@@ -332,3 +332,16 @@ def test_exact_number_keeps_a_threshold_exact(value: Fraction, exact: Decimal | 
     result = units.exact_number(value)
     assert result == exact
     assert type(result) is type(exact)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(Decimal("0.0001"), "0s"), (Decimal("0.001"), "1ms"), (Decimal("0.0019"), "1ms")],
+    ids=[
+        "a duration below Prometheus' millisecond resolution is 0s, never empty",
+        "one millisecond is 1ms",
+        "fractions of a millisecond are dropped",
+    ],
+)
+def test_durations_are_formatted_at_millisecond_resolution(seconds: Decimal, text: str) -> None:
+    assert units.format_duration(seconds) == text

@@ -40,6 +40,9 @@ from rulegen.outdir.manifest import MANIFEST, header_sources, read_manifest, saf
 from rulegen.outdir.plan import STAGING_MARK, Plan
 
 JOURNAL = ".rulegen-journal.json"
+# In a staging folder until its files are all written: a leftover that has it holds nothing
+# but rulegen's half-written files (a truncated one would look like a user's file).
+UNFINISHED = ".rulegen-unfinished"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 Check = Callable[[Path], None]
 # Called with a step name between the steps of a commit. Tests set it to kill the process
@@ -106,7 +109,8 @@ def recover(target: Path, shown: str) -> list[str]:
             _apply_journal(leftover, target)
             notes.append(f"completed the commit an interrupted build left in {shown}")
         else:
-            _rescue(leftover, target)
+            if not (leftover / UNFINISHED).exists():
+                _rescue(leftover, target)  # the old folder after a swap: may hold a user's file
             shutil.rmtree(leftover, ignore_errors=True)
             notes.append(f"removed {leftover.name}, left by an interrupted build")
     return notes
@@ -122,6 +126,7 @@ def commit(plan: Plan, check: Check | None = None) -> None:
     # a committed journal that only ``_apply_journal`` (now or at the next build) may remove
     holds_journal = False
     try:
+        (staging / UNFINISHED).touch()
         _step("staging created")
         _write(staging, plan, target if exists else None)
         _step("files written")
@@ -129,6 +134,7 @@ def commit(plan: Plan, check: Check | None = None) -> None:
             check(staging)
         _step("validated")
         if not exists:
+            (staging / UNFINISHED).unlink()
             staging.rename(target)
             _step("renamed into place")
         elif beside and not FORCE_JOURNAL and _exchanged(staging, target, plan):
@@ -165,6 +171,7 @@ def _exchanged(staging: Path, target: Path, plan: Plan) -> bool:
     (nothing swapped) where the folder or the system does not allow it."""
     if not _link_rest(target, staging, plan):
         return False
+    (staging / UNFINISHED).unlink()
     _step("assembled")
     return _exchange(staging, target)
 

@@ -18,7 +18,7 @@ documented refusals ("cannot generate a test …: move the threshold slightly").
 What it found is kept as explicit ``@example``s: label values of a diagnosis with ``{{`` (the
 rule did not escape them) and ``{labels.X}`` in a summary for a label the alert sets but its
 series lack (Prometheus expands ``$labels`` with the series' labels only), both fixed in the
-generator; and the cases the issue named, now spec errors (see ``tests/test_spec_errors.py``
+generator; and the cases the issue named, now spec errors (see ``tests/alerts/test_spec_errors.py``
 and the SLO and diagnosis tables). Cost: SLO tests replay days of history (seconds each), so
 only some examples have an SLO; the run is small and derandomized (repeatable in CI).
 """

@@ -6,12 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
 from rulegen.load import discover
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = REPO / "tests" / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "specs").is_dir())
 
 
@@ -71,7 +72,7 @@ def test_golden_output_passes_promtool(case: str, tmp_path: Path) -> None:
 def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The example spec's PrometheusRule, Thanos and Mimir files (``--target``), byte for
     byte; its plain rule files are the committed ``rules/`` (checked by the drift test)."""
-    repo = GOLDEN.parent.parent
+    repo = REPO
     monkeypatch.chdir(repo)
     result = build(
         discover([Path("specs")]),

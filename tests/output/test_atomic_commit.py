@@ -339,3 +339,28 @@ def test_an_output_folder_that_is_a_mount_point_is_committed_through_the_journal
     assert first == {k: v for k, v in old_tree.items() if k not in USER_FILES_IN_RULES}
     assert snapshot(tmp_path / "second") == new_tree
     assert "rulegen-staging" not in (tmp_path / "listing").read_text()
+
+
+def test_a_half_written_staging_folder_is_deleted_not_rescued(trees: Trees, tmp_path: Path) -> None:
+    """A build killed while writing leaves truncated generated files (no header, so they look
+    like a user's): the next build deletes them with their staging folder."""
+    old, _, new_tree = trees
+    folder = _fresh(old, tmp_path, "truncated")
+    staging = folder / ".rules.rulegen-staging-dead"
+    write_tree(staging, {"grafana/gamma.json": "", commit_module.UNFINISHED: ""})
+    assert _build_in_child(folder) == 0
+    assert snapshot(folder / "rules") == new_tree
+    assert _leftovers(folder) == []
+
+
+def test_a_users_file_left_in_the_swapped_out_folder_is_moved_back(
+    trees: Trees, tmp_path: Path
+) -> None:
+    """The old folder after a swap (no marker): a file of the user's found only there was
+    created during the build, and is moved into the new folder."""
+    old, _, new_tree = trees
+    folder = _fresh(old, tmp_path, "rescue")
+    write_tree(folder, {".rules.rulegen-staging-old/notes/late.txt": "written during a build\n"})
+    assert _build_in_child(folder) == 0
+    assert (folder / "rules" / "notes" / "late.txt").read_text() == "written during a build\n"
+    assert _leftovers(folder) == []

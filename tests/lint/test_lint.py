@@ -281,7 +281,7 @@ def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
 
 
 def test_the_example_specs_are_clean(cli: Cli, in_tmp: Path) -> None:
-    repo = Path(__file__).resolve().parent.parent
+    repo = REPO
     shutil.copytree(repo / "specs", in_tmp / "specs")
     shutil.copytree(repo / "templates", in_tmp / "templates")
     result = cli("lint")

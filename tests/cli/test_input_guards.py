@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, spec_errors, write_tree
+from conftest import REPO, CliResult, spec_errors, write_tree
 
 from rulegen.load import discover, display
 from rulegen.validate.cache import _rule_files
@@ -668,7 +668,7 @@ def test_lipsum_is_not_available_to_templates(in_tmp: Path, cli: Cli) -> None:
 def test_the_built_in_catalog_renders_exactly_as_before() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rulegen", "build", "--check", "--no-validate"],
-        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, check=False,
+        cwd=REPO, capture_output=True, text=True, check=False,
         timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -12,6 +12,7 @@ from typing import Any
 import promql_parser
 import pytest
 import yaml
+from conftest import REPO
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -37,7 +38,6 @@ from rulegen.source.loader import Origin
 from rulegen.validate import promtool
 from rulegen.validate.crd import crd_schema, validate_prometheus_rule
 
-REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"
 SERVICE = "deepseek-v4"
 SELECTOR_LABELS = {"prometheus": "k8s", "role": "alert-rules"}

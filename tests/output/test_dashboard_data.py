@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from conftest import REPO
 from support.prometheus import (
     backfill_recordings,
     create_blocks_from_openmetrics,
@@ -32,7 +33,6 @@ from support.prometheus import (
 
 from rulegen.units import parse_duration
 
-REPO = Path(__file__).resolve().parent.parent
 RULES = REPO / "rules"
 DASHBOARD = RULES / "grafana" / "deepseek-v4.json"
 T0 = 1767225600  # 2026-01-01T00:00:00Z: where the first test case's series start
