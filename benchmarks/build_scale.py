@@ -85,7 +85,7 @@ def _cpu_seconds() -> float:
 
 def measure_render(size: int, vary: bool = False) -> dict[str, float]:
     """Render ``size`` services in this process (and its workers); returns the figures."""
-    catalog = load_catalog([REPO / "templates"])
+    catalog = load_catalog([REPO / "signals"])
     with tempfile.TemporaryDirectory() as tmp:
         paths = fleet(Path(tmp), size, vary)
         cpu, start = _cpu_seconds(), time.perf_counter()
@@ -128,7 +128,7 @@ def rules_only(paths: list[Path], catalog: Catalog) -> list[dict[str, Any]]:
 
 def measure_validation(size: int) -> dict[str, float]:
     """promtool on the written output of ``size`` services: all cores, then one by one."""
-    catalog = load_catalog([REPO / "templates"])
+    catalog = load_catalog([REPO / "signals"])
     with tempfile.TemporaryDirectory() as tmp:
         paths = fleet(Path(tmp), size)
         result = build(SpecInputs(tuple(paths), ()), catalog, root=Path(tmp))

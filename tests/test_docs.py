@@ -10,7 +10,7 @@ checked accordingly:
   ``--target operator --target thanos --target mimir``);
 - ```` ```yaml routing ````: a whole routing file, built beside a minimal service spec; its
   ``base:`` may be ``alertmanager/base.yml`` (the example's base file is there);
-- ```` ```yaml signal ````: a signal definition, written to ``templates/`` and built with one
+- ```` ```yaml signal ````: a signal definition, written to ``signals/`` and built with one
   alert on it;
 - ```` ```yaml ci ````, ``pre-commit``, ``output`` (an excerpt of a generated file),
   ``alertmanager`` (an Alertmanager config) and ``promtool-test``: not specs; each must parse
@@ -19,7 +19,7 @@ checked accordingly:
 Python blocks must parse too.
 
 Every build is the real ``rulegen build --no-validate`` in a temporary folder that holds the
-repository's ``templates/`` (except for ``signal`` blocks), and must exit 0. A YAML block with
+repository's ``signals/`` (except for ``signal`` blocks), and must exit 0. A YAML block with
 no kind, or an unknown one, fails: no example goes unchecked.
 
 Relative links and their anchors must resolve, and every path into the code a page names
@@ -164,7 +164,7 @@ def _tree(block: Block, kind: str) -> tuple[dict[str, str], list[str]]:
             "severity": "warning",
         }
         return {
-            "templates/docs_signal.yaml": block.text,
+            "signals/docs_signal.yaml": block.text,
             "specs/docs-example.yaml": _minimal_spec(alerts=[alert]),
         }, []
     data = yaml.safe_load(block.text)
@@ -190,7 +190,7 @@ def test_spec_examples_build(block: Block, cli: Cli, in_tmp: Path) -> None:
     kind = block.info[1]
     files, extra = _tree(block, kind)
     if kind != "signal":
-        shutil.copytree(REPO / "templates", in_tmp / "templates")
+        shutil.copytree(REPO / "signals", in_tmp / "signals")
     write_tree(in_tmp, files)
     result = cli("build", "--no-validate", *extra)
     shown = "\n".join(f"--- {name}\n{text}" for name, text in files.items())

@@ -25,6 +25,7 @@ from rulegen import diagnostics as codes
 from rulegen.backtest import command as backtest
 from rulegen.build import TARGETS, BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
+from rulegen.catalog import folders as signal_folders
 from rulegen.diagnostics import FORMATS, Diagnostic, FieldPath, as_json, github
 from rulegen.errors import (
     OutputConflict,
@@ -85,8 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--target", action="append", choices=TARGETS, default=None,
                    help="rule target to write besides the plain rule files (repeatable): "
                    "operator (kubernetes/), thanos (thanos/), mimir (mimir/)")  # fmt: skip
-    b.add_argument("--templates", type=Path, action="append", default=None,
-                   help="extra signal definitions folder (default: templates/)")  # fmt: skip
+    signal_folders.add_arguments(b)
     b.add_argument("--test-cache", type=Path, default=None, metavar="DIR",
                    help="remember passing promtool test files in DIR and skip those whose "
                    "test, rule files and promtool release are unchanged")  # fmt: skip
@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     _format_argument(b)
     v = sub.add_parser("validate", help="check specs only; write nothing")
     v.add_argument("paths", nargs="+", type=Path)
-    v.add_argument("--templates", type=Path, action="append", default=None)
+    signal_folders.add_arguments(v)
     _format_argument(v)
     lint = sub.add_parser(
         "lint",
@@ -106,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
     lint.add_argument("--prometheus", metavar="URL", help="also check against this Prometheus")
     _format_argument(lint)
-    lint.add_argument("--templates", type=Path, action="append", default=None)
+    signal_folders.add_arguments(lint)
     lint.add_argument("--timeout", type=timeout_arg, default=TIMEOUT, metavar="SECONDS",
                       help="deadline of each request to --prometheus, whole answer included "
                       f"(default: {TIMEOUT:g}); answers are capped at "
@@ -116,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--list", action="store_true", help="print the checks and exit")
     backtest.add_parser(sub)
     s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
-    s.add_argument("--templates", type=Path, action="append", default=None)
+    signal_folders.add_arguments(s)
     return parser
 
 
@@ -178,25 +178,28 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
-def _catalog(templates: list[Path] | None) -> Catalog:
-    if templates is None:
-        default = Path("templates")
-        templates = [default] if default.is_dir() else []
-    for folder in templates:
+def _catalog(folders: list[Path] | None) -> Catalog:
+    """The catalog with the signals of ``--signals`` (or ``--templates``) folders, or of the
+    default folder (``signals/``, else ``templates/``)."""
+    if folders is None:
+        folders, warning = signal_folders.default_folders()
+        if warning is not None:
+            print(f"rulegen: warning: {warning}", file=sys.stderr)
+    for folder in folders:
         if not folder.is_dir():
-            raise UsageError(f"{display(folder)}: templates folder does not exist")
-    return load_catalog(templates)
+            raise UsageError(f"{display(folder)}: signals folder does not exist")
+    return load_catalog(folders)
 
 
 def _build(args: argparse.Namespace, out: _Output) -> int:
-    catalog = _catalog(args.templates)
+    catalog = _catalog(args.signals)
     paths = args.paths or [Path("specs")]
     inputs = discover(paths)
     target: Path = args.out
     shown = folder_name(target)
     if target.exists() and not target.is_dir():
         raise UsageError(f"--out {shown}: exists and is not a directory")
-    _refuse_out_among_inputs(target, shown, [*paths, *(args.templates or [])], inputs)
+    _refuse_out_among_inputs(target, shown, [*paths, *(args.signals or [])], inputs)
     for warning in inputs.warnings:
         print(f"rulegen: warning: {printable(warning)}", file=sys.stderr)
     root = Path(os.path.realpath(target)).parent
@@ -267,7 +270,7 @@ def _refuse_out_among_inputs(
 
 
 def _validate(args: argparse.Namespace, out: _Output) -> int:
-    catalog = _catalog(args.templates)
+    catalog = _catalog(args.signals)
     inputs = discover(args.paths)
     result = build(inputs, catalog)
     out.line(f"{len(result.services)} spec(s) valid")
@@ -286,7 +289,7 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
         else:
             sys.stdout.write(listing())
         return 0
-    catalog = _catalog(args.templates)
+    catalog = _catalog(args.signals)
     inputs = discover(args.paths or [Path("specs")])
     findings = lint(
         inputs.specs, catalog, args.prometheus, timeout=args.timeout, disable=args.disable
@@ -299,7 +302,7 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    schema = spec_model(_catalog(args.templates)).model_json_schema(by_alias=True)
+    schema = spec_model(_catalog(args.signals)).model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "rulegen spec (version 1)"
     print(json.dumps(schema, indent=2, sort_keys=True))
@@ -349,7 +352,7 @@ def _run(argv: list[str]) -> int:
             "build": _build,
             "validate": _validate,
             "lint": _lint,
-            "backtest": lambda a, _: backtest.run(a, _catalog(a.templates)),
+            "backtest": lambda a, _: backtest.run(a, _catalog(a.signals)),
             "schema": lambda a, _: _schema(a),
         }
         code = commands[args.command](args, out)

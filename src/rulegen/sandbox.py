@@ -4,7 +4,7 @@ Why: Jinja's sandbox keeps templates away from Python's internals, but not from 
 memory: ``{% for i in range(10**5) %}{% for j in range(10**5) %}``, ``'x' * 10**9``,
 ``10 ** (10 ** 10)`` (Jinja's ``**`` groups from the left, so ``10 ** 10 ** 10`` is only
 ``10**100``), ``'%0999999999d' % 1`` or ``'a'.center(10**9)`` in a signal file of
-``templates/`` would hang a build or exhaust the machine. Every render runs against a budget:
+``signals/`` would hang a build or exhaust the machine. Every render runs against a budget:
 
 - steps: loop iterations, calls and items of the ranges and lists a render makes
   (``MAX_STEPS``);

@@ -27,7 +27,7 @@ EXAMPLE = yaml.safe_load((REPO / "specs" / "llm-serving.yaml").read_text())
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each alert of the example spec built alone, so one promtool run tests one alert."""
-    catalog = load_catalog([REPO / "templates"])
+    catalog = load_catalog([REPO / "signals"])
     out: dict[str, Path] = {}
     for index, alert in enumerate(EXAMPLE["alerts"]):
         if alert["signal"] == "custom":

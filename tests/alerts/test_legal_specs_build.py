@@ -162,6 +162,6 @@ def test_two_services_never_read_each_others_recordings(in_tmp: Path, cli: Cli) 
 )
 def test_zero_capacity_is_rejected(alert: str, message: str, in_tmp: Path, cli: Cli) -> None:
     write_tree(in_tmp, {"specs/web.yaml": HEAD + "  - " + alert + "\n"})
-    result = cli("build", "--templates", str(REPO / "templates"))
+    result = cli("build", "--signals", str(REPO / "signals"))
     assert result.code == 2
     assert result.err.splitlines()[0] == message

@@ -809,7 +809,7 @@ SIGNAL_CASES: dict[str, Case] = {
                     exp_annotations: {summary: 20%, description: GpuUnderutilized}
         """,
     ),
-    "nvlink_utilization (templates/): TX+RX at 95 % of 600 GB/s fires per GPU after 10m; 80 % "
+    "nvlink_utilization (signals/): TX+RX at 95 % of 600 GB/s fires per GPU after 10m; 80 % "
     "and idle links stay silent": Case(
         alerts="""
             - signal: nvlink_utilization
@@ -1113,7 +1113,7 @@ def _alert_names(rule_file: Path) -> set[str]:
 def _run_case(case: Case, name: str, root: Path) -> None:
     """Render the case's spec, write its promtool test and assert promtool passes it."""
     write_tree(root, {f"specs/{SERVICE}.yaml": _spec(case.alerts)})
-    code = run(["build", "--no-validate", "--templates", str(REPO / "templates")])
+    code = run(["build", "--no-validate", "--signals", str(REPO / "signals")])
     assert code == 0, "rulegen build failed (see captured stderr)"
     tests_dir = root / "rules" / "tests"
     tests_dir.mkdir(parents=True, exist_ok=True)
@@ -1156,7 +1156,7 @@ def test_design_mistake_is_avoided(name: str, in_tmp: Path) -> None:
 
 
 def test_every_catalog_and_template_signal_has_a_hand_written_case() -> None:
-    catalog = load_catalog([REPO / "templates"])
+    catalog = load_catalog([REPO / "signals"])
     covered = {
         alert["signal"]
         for case in SIGNAL_CASES.values()

@@ -1281,10 +1281,10 @@ CASES: list[Case] = [
         argv=("specs/nope.yaml",),
     ),
     Case(
-        "a templates folder that does not exist is a usage error",
+        "a signals folder that does not exist is a usage error",
         spec="version: 1\n",
-        stderr=("rulegen: error: nope: templates folder does not exist",),
-        argv=("--templates", "nope"),
+        stderr=("rulegen: error: nope: signals folder does not exist",),
+        argv=("--signals", "nope"),
     ),
     Case(
         "an unknown option is a usage error",

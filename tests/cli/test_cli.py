@@ -15,7 +15,7 @@ Cli = Callable[..., CliResult]
 
 def _copy_example(dest: Path) -> Path:
     shutil.copytree(REPO / "specs", dest / "specs")
-    shutil.copytree(REPO / "templates", dest / "templates")
+    shutil.copytree(REPO / "signals", dest / "signals")
     shutil.copytree(REPO / "rules", dest / "rules")
     return dest
 
@@ -199,7 +199,7 @@ def test_usage_error_exits_2(cli: Cli) -> None:
 
 
 @pytest.mark.slow
-def test_user_templates_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -> None:
+def test_user_signals_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -> None:
     write_tree(
         in_tmp,
         {
@@ -214,7 +214,7 @@ def test_user_templates_folder_is_loaded_with_the_flag(in_tmp: Path, cli: Cli) -
     missing = cli("build", "--no-validate")
     assert missing.code == 2
     assert "specs/a.yaml:4:14: alerts[0].signal: unknown signal 'nvlink_utilization'" in missing.err
-    result = cli("build", "--templates", str(REPO / "templates"))
+    result = cli("build", "--signals", str(REPO / "signals"))
     assert result.code == 0, result.err
     rules = (in_tmp / "rules" / "prometheus" / "a.rules.yml").read_text()
     assert 'instance_gpu:dcgm_nvlink_bytes:utilization{service="a"} > 0.9' in rules

@@ -32,7 +32,7 @@ TRAILER = "rulegen: 1 error(s); nothing written"
 
 
 def _copy_example(dest: Path) -> None:
-    for name in ("specs", "templates", "rules"):
+    for name in ("specs", "signals", "rules"):
         shutil.copytree(REPO / name, dest / name)
 
 

@@ -32,7 +32,7 @@ from rulegen.cli import run
 
 PathKey = tuple[str | int, ...]
 
-TEMPLATES = REPO / "templates"
+SIGNAL_DIR = REPO / "signals"
 
 SEEDS: dict[str, str] = {
     "llm-serving": (REPO / "specs" / "llm-serving.yaml").read_text("utf-8"),
@@ -330,10 +330,10 @@ def check_cli_on(files: dict[str, str]) -> None:
         for name, text in files.items():
             Path(name).parent.mkdir(parents=True, exist_ok=True)
             Path(name).write_text(text, "utf-8")
-        templates = ("--templates", str(TEMPLATES))
+        signals = ("--signals", str(SIGNAL_DIR))
 
-        checked = _run("validate", "specs", *templates)
-        built = _run("build", "--no-validate", "--out", "out", "specs", *templates)
+        checked = _run("validate", "specs", *signals)
+        built = _run("build", "--no-validate", "--out", "out", "specs", *signals)
 
         assert checked.code in (0, 2), checked
         assert built.code in (0, 2), built
@@ -438,6 +438,6 @@ def test_the_unmutated_seeds_build() -> None:
             Path("specs").mkdir()
             Path("specs/a.yaml").write_text(text, "utf-8")
             result = _run(
-                "build", "--no-validate", "--out", "out", "specs", "--templates", str(TEMPLATES)
+                "build", "--no-validate", "--out", "out", "specs", "--signals", str(SIGNAL_DIR)
             )
             assert result.code == 0, (name, result.err)

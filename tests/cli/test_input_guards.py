@@ -1,6 +1,6 @@
 """Nothing lost, nothing leaked, no traceback: every file rulegen reads from a user is guarded.
 
-Specs, ``--templates`` signal files, the routing file, the Alertmanager base file it names and
+Specs, ``--signals`` signal files, the routing file, the Alertmanager base file it names and
 the user's own promtool test files all go through the spec loader (``spec.loader``): a size
 cap, an alias-expansion cap, a nesting cap, UTF-8 only, no explicit YAML tags, no lone
 surrogates. Each hazard is one exact ``FILE:LINE:COL: path: message`` line, exit 2, and
@@ -105,11 +105,11 @@ KINDS = [
     ),
     Kind(
         "signal file",
-        "templates/probe.yaml",
+        "signals/probe.yaml",
         SIGNAL.replace("ABOUT", "HAZARD").replace("EXPR", SIGNAL_OK["EXPR"])
         .replace("SUMMARY", SIGNAL_OK["SUMMARY"]).replace("VALUE", SIGNAL_OK["VALUE"]),
         4, 8, "about", (8 + 63, "about[0][0][0]..."), "about[4][0][6][8][8][4]",
-        {"specs/web.yaml": SERVICE}, ("--templates", "templates"),
+        {"specs/web.yaml": SERVICE}, ("--signals", "signals"),
     ),
     Kind(
         "routing file",
@@ -564,7 +564,7 @@ def test_secrets_read_from_files_build_and_only_their_paths_are_written(
     assert "routing_key_file: /run/secrets/pd" in config
 
 
-# --- template bombs in --templates signal files -----------------------------------------------
+# --- template bombs in --signals signal files -------------------------------------------------
 
 # (behaviour, the field replaced, its template, the error line): ``expr`` is line 8 column 7,
 # ``summary`` line 9 column 10, the recipe ``value`` line 16 column 34.
@@ -572,38 +572,38 @@ LOOPS = "more than 10000 loop iterations, calls or list items"
 LONG = "it builds a text longer than 100000 characters"
 BOMBS = [
     ("a loop over range(10**8)", "EXPR", "'{% for i in range(10**8) %}x{% endfor %}up'",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LOOPS}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LOOPS}"),
     ("nested loops over range(99999)", "EXPR",
      "'{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}up'",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LOOPS}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LOOPS}"),
     ("a string repeated 10**9 times", "EXPR", """'{{ "x" * 10**9 }}'""",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LONG}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LONG}"),
     ("a power of 10**10 digits", "EXPR", "'{{ 10 ** (10 ** 10) }}'",
-     "templates/probe.yaml:8:7: expr: template stopped: a number larger than 4096 bits"),
+     "signals/probe.yaml:8:7: expr: template stopped: a number larger than 4096 bits"),
     ("a printf width of 10**9", "EXPR", """'{{ "%0999999999d" % 1 }}'""",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LONG}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LONG}"),
     ("a str.center of 10**9", "EXPR", """'{{ "a".center(10**9) }}'""",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LONG}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LONG}"),
     ("a str.format width of 10**9", "EXPR", """'{{ "{:>999999999}".format(1) }}'""",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LONG}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LONG}"),
     ("a str.replace that multiplies the text", "EXPR",
      """'{{ ("x" * 99999).replace("x", "x" * 99999) }}'""",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LONG}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LONG}"),
     ("a join of a huge list", "EXPR", """'{{ ",".join(["x" * 50000] * 9) }}'""",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LONG}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LONG}"),
     ("a macro that calls itself", "EXPR", "'{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}'",
-     "templates/probe.yaml:8:7: expr: template stopped: recursion too deep"),
+     "signals/probe.yaml:8:7: expr: template stopped: recursion too deep"),
     ("a macro that doubles its work 40 times", "EXPR",
      "'{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}'",
-     f"templates/probe.yaml:8:7: expr: template stopped: {LOOPS}"),
+     f"signals/probe.yaml:8:7: expr: template stopped: {LOOPS}"),
     ("a text template looping over range(10**8)", "SUMMARY",
      "'[% for i in range(10**8) %]x[% endfor %]'",
-     f"templates/probe.yaml:9:10: summary: template stopped: {LOOPS}"),
+     f"signals/probe.yaml:9:10: summary: template stopped: {LOOPS}"),
     ("a recipe computing a power of 10**10 digits", "VALUE", "'q * 10 ** (10 ** 10)'",
-     "templates/probe.yaml:16:34: test.series[0].value: template stopped: a number larger "
+     "signals/probe.yaml:16:34: test.series[0].value: template stopped: a number larger "
      "than 4096 bits"),
     ("a recipe summing range(10**8)", "VALUE", "'range(10**8) | sum'",
-     f"templates/probe.yaml:16:34: test.series[0].value: template stopped: {LOOPS}"),
+     f"signals/probe.yaml:16:34: test.series[0].value: template stopped: {LOOPS}"),
 ]  # fmt: skip
 
 
@@ -632,13 +632,13 @@ def test_a_runaway_template_stops_quickly_at_its_line(
     field: str, template: str, expected: str, tmp_path: Path
 ) -> None:
     probe = _signal(field, template)
-    write_tree(tmp_path, {"specs/web.yaml": PROBE_SERVICE, "templates/probe.yaml": probe})
+    write_tree(tmp_path, {"specs/web.yaml": PROBE_SERVICE, "signals/probe.yaml": probe})
     started = time.monotonic()
 
     # a real process with a timeout: a template that hangs fails the test instead of the run
     proc = subprocess.run(
         [sys.executable, "-m", "rulegen", "build", "--no-validate", "--out", "out",
-         "--templates", "templates"],
+         "--signals", "signals"],
         cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
 
@@ -651,13 +651,13 @@ def test_a_runaway_template_stops_quickly_at_its_line(
 
 def test_lipsum_is_not_available_to_templates(in_tmp: Path, cli: Cli) -> None:
     probe = _signal("EXPR", "'{{ lipsum(10**6) }}'")
-    write_tree(in_tmp, {"specs/web.yaml": PROBE_SERVICE, "templates/probe.yaml": probe})
+    write_tree(in_tmp, {"specs/web.yaml": PROBE_SERVICE, "signals/probe.yaml": probe})
 
-    result = cli("build", "--no-validate", "--out", "out", "--templates", "templates")
+    result = cli("build", "--no-validate", "--out", "out", "--signals", "signals")
 
     assert result.err.splitlines() == list(
         spec_errors(
-            "specs/web.yaml:4:5: alerts[0]: signal probe (templates/probe.yaml): template "
+            "specs/web.yaml:4:5: alerts[0]: signal probe (signals/probe.yaml): template "
             "error: 'lipsum' is undefined"
         )
     )
@@ -735,13 +735,13 @@ def test_a_template_that_writes_a_lone_surrogate_is_stopped_at_its_line(
 ) -> None:
     # YAML keeps '\ud800' as six characters; Jinja's string literal turns them into U+D800
     probe = _signal("SUMMARY", """'probe at [[ "\\ud800" ]] [[ value ]]'""")
-    write_tree(in_tmp, {"specs/web.yaml": PROBE_SERVICE, "templates/probe.yaml": probe})
+    write_tree(in_tmp, {"specs/web.yaml": PROBE_SERVICE, "signals/probe.yaml": probe})
 
-    result = cli("build", "--no-validate", "--out", "out", "--templates", "templates")
+    result = cli("build", "--no-validate", "--out", "out", "--signals", "signals")
 
     assert result.err.splitlines() == list(
         spec_errors(
-            "templates/probe.yaml:9:10: summary: template output contains a lone surrogate "
+            "signals/probe.yaml:9:10: summary: template output contains a lone surrogate "
             "U+D800 (from a \\u escape), which is not text"
         )
     )
@@ -754,9 +754,9 @@ def test_a_recipe_that_fails_only_with_the_specs_values_is_a_spec_error(
 ) -> None:
     """The trial render at load passes (threshold 1); the spec's threshold 5 divides by zero."""
     probe = _signal("VALUE", '"q / (threshold - 5)"')
-    write_tree(in_tmp, {"specs/web.yaml": PROBE_SERVICE, "templates/probe.yaml": probe})
+    write_tree(in_tmp, {"specs/web.yaml": PROBE_SERVICE, "signals/probe.yaml": probe})
 
-    result = cli("build", "--no-validate", "--out", "out", "--templates", "templates")
+    result = cli("build", "--no-validate", "--out", "out", "--signals", "signals")
 
     assert (result.code, result.out) == (2, "")
     assert result.err.splitlines()[0].startswith(

@@ -283,7 +283,7 @@ def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
 def test_the_example_specs_are_clean(cli: Cli, in_tmp: Path) -> None:
     repo = REPO
     shutil.copytree(repo / "specs", in_tmp / "specs")
-    shutil.copytree(repo / "templates", in_tmp / "templates")
+    shutil.copytree(repo / "signals", in_tmp / "signals")
     result = cli("lint")
     assert (result.code, result.out, result.err) == (0, "", "")
 

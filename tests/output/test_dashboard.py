@@ -33,7 +33,7 @@ Json = dict[str, Any]
 EXAMPLE = REPO / "rules" / "grafana" / "deepseek-v4.json"
 EXAMPLE_RULES = REPO / "rules" / "prometheus" / "deepseek-v4.rules.yml"
 SPEC = REPO / "specs" / "llm-serving.yaml"
-SIGNAL_DIRS = (REPO / "src" / "rulegen" / "catalog" / "signals", REPO / "templates")
+SIGNAL_DIRS = (REPO / "src" / "rulegen" / "catalog" / "signals", REPO / "signals")
 FILTERS = ("instance", "host", "model_name", "device")
 # The Grafana unit of each catalog threshold unit.
 UNITS = {"duration": "s", "percent": "percentunit", "bandwidth": "Bps", "number": "short"}
@@ -428,7 +428,7 @@ def test_panels_tile_the_grid_without_overlapping() -> None:
 
 def _copy_example(dest: Path) -> None:
     shutil.copytree(REPO / "specs", dest / "specs")
-    shutil.copytree(REPO / "templates", dest / "templates")
+    shutil.copytree(REPO / "signals", dest / "signals")
 
 
 def _grafana_files(out: Path) -> dict[str, bytes]:

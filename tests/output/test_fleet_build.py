@@ -152,7 +152,7 @@ def _fleet(folder: Path, size: int, extra: dict[str, str] | None = None) -> Spec
 def test_a_fleet_builds_byte_for_byte_as_in_one_process(tmp_path: Path) -> None:
     assert "threshold: 95%" in EXAMPLE
     inputs = _fleet(tmp_path / "specs", 9)
-    catalog = load_catalog([REPO / "templates"])
+    catalog = load_catalog([REPO / "signals"])
     targets = ("prometheus", "operator", "thanos", "mimir")
     parallel = build(inputs, catalog, root=tmp_path, targets=targets)
     serial = build(inputs, catalog, root=tmp_path, targets=targets, jobs=1)
@@ -170,7 +170,7 @@ def test_a_fleet_builds_byte_for_byte_as_in_one_process(tmp_path: Path) -> None:
 
 def _errors_both_ways(inputs: SpecInputs) -> list[str]:
     """The build's error lines on all cores, checked equal to those of an in-process build."""
-    catalog = load_catalog([REPO / "templates"])
+    catalog = load_catalog([REPO / "signals"])
     with pytest.raises(SpecError) as parallel:
         build(inputs, catalog)
     with pytest.raises(SpecError) as serial:
@@ -231,7 +231,7 @@ def test_the_file_store_holds_text_compressed_and_gives_it_back() -> None:
 
 
 def test_the_example_output_compresses_at_least_fivefold() -> None:
-    result = build(discover([REPO / "specs"]), load_catalog([REPO / "templates"]))
+    result = build(discover([REPO / "specs"]), load_catalog([REPO / "signals"]))
     text = sum(len(result.files[name].encode()) for name in result.files)
     held = result.files.held_bytes()
     assert text > 5 * held

@@ -76,7 +76,7 @@ def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.M
     monkeypatch.chdir(repo)
     result = build(
         discover([Path("specs")]),
-        load_catalog([Path("templates")]),
+        load_catalog([Path("signals")]),
         root=repo,
         targets=("operator", "thanos", "mimir"),
     )

@@ -4,7 +4,7 @@ Why: ``--no-validate`` skips promtool, so a spec rulegen accepts but whose gener
 fail would be written as if it were fine. Every such spec is a bug: a value the spec checks
 should have rejected (a positioned spec error, exit 2) or a generator that should handle it.
 
-Hypothesis draws specs a user may write: catalog signals (and the ``templates/`` example) with
+Hypothesis draws specs a user may write: catalog signals (and the ``signals/`` example) with
 thresholds, windows, ``for``, quantiles and parameters inside their allowed ranges; matchers,
 labels and annotation text with odd but legal characters (quotes, backslashes, ``{{``, ``%``,
 line breaks, non-ASCII letters, placeholders); a host label; some SLOs (ratio and latency,
@@ -48,8 +48,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool"),
 ]
 
-TEMPLATES = REPO / "templates"
-CATALOG = load_catalog([TEMPLATES])
+SIGNAL_DIR = REPO / "signals"
+CATALOG = load_catalog([SIGNAL_DIR])
 SIGNALS = sorted(CATALOG.signals)
 
 # --- text: odd but legal ------------------------------------------------------------------
@@ -331,7 +331,7 @@ def build_and_test(spec: dict[str, Any] | str, folder: Path) -> tuple[int, str]:
         contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(err),
     ):
-        code = run(["build", "--no-validate", "--out", "out", "--templates", str(TEMPLATES)])
+        code = run(["build", "--no-validate", "--out", "out", "--signals", str(SIGNAL_DIR)])
     if code != 0:
         return code, err.getvalue()
     out = folder / "out"

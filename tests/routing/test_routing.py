@@ -454,8 +454,8 @@ def test_the_example_builds_and_every_routing_test_passes(
     in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shutil.copytree(REPO / "specs", in_tmp / "specs")
-    if (REPO / "templates").is_dir():
-        shutil.copytree(REPO / "templates", in_tmp / "templates")
+    if (REPO / "signals").is_dir():
+        shutil.copytree(REPO / "signals", in_tmp / "signals")
     # The example's SLO unit tests take ~50 s in promtool; they are covered elsewhere.
     stub = in_tmp / "promtool-stub"
     stub.write_text(STUB_PROMTOOL.format(real=PROMTOOL))

@@ -50,7 +50,7 @@ SLO_GROUPS = [f"{SERVICE}-slo-ttft", f"{SERVICE}-slo-availability"]
 
 @pytest.fixture(scope="module")
 def services() -> list[ServiceOutput]:
-    return build(discover([REPO / "specs"]), load_catalog([REPO / "templates"])).services
+    return build(discover([REPO / "specs"]), load_catalog([REPO / "signals"])).services
 
 
 @pytest.fixture(scope="module")

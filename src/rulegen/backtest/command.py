@@ -44,6 +44,7 @@ from rulegen.backtest.report import json_rows, rfc3339, text_report, write_plots
 from rulegen.backtest.targets import Report, Target, recordings, targets
 from rulegen.build import build
 from rulegen.catalog import Catalog
+from rulegen.catalog import folders as signal_folders
 from rulegen.errors import UsageError
 from rulegen.load import discover, display
 from rulegen.promapi import MAX_BYTES, QueryRejected, timeout_arg
@@ -86,8 +87,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
                    help=f"deadline of each request, whole answer included (default: {TIMEOUT:g}); "
                    f"answers are capped at {MAX_BYTES // 2**20} MiB and a run at "
                    f"{MAX_EVALUATIONS:,} evaluation points")  # fmt: skip
-    p.add_argument("--templates", type=Path, action="append", default=None,
-                   help="extra signal definitions folder (default: templates/)")  # fmt: skip
+    signal_folders.add_arguments(p)
     return p
 
 

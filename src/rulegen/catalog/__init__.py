@@ -1,7 +1,7 @@
 """The signal catalog: built-in definitions shipped in the package plus a team's own.
 
 Why: signals are data (a small YAML definition with a Jinja2 PromQL template), so a platform
-team adds one in ``templates/`` without forking rulegen.
+team adds one in ``signals/`` without forking rulegen.
 """
 
 from __future__ import annotations

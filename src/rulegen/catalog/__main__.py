@@ -1,6 +1,6 @@
 """``python -m rulegen.catalog [DIR…]``: print the signal catalog as a markdown table.
 
-With folders of signal files (like ``--templates DIR``), their signals are listed too.
+With folders of signal files (like ``--signals DIR``), their signals are listed too.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The format of a signal definition: what a catalog YAML file may contain.
 
-Why: built-in and user signals (``templates/``) are validated by the same models, so a team's
+Why: built-in and user signals (``signals/``) are validated by the same models, so a team's
 own signal gets the same checks, error positions and generated tests as a built-in one.
 """
 
