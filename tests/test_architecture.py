@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("build", ("build",)),
     ("outdir", ("outdir",)),
     ("commands", ("lint", "backtest")),
+    ("commands built on commands", ("diff",)),
     ("library API", (ROOT,)),
     ("cli", ("cli",)),
     ("entry point", ("__main__",)),

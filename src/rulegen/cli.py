@@ -27,6 +27,7 @@ from rulegen.build import TARGETS, BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.catalog import folders as signal_folders
 from rulegen.diagnostics import FORMATS, Diagnostic, FieldPath, as_json, github
+from rulegen.diff import command as diff
 from rulegen.errors import (
     OutputConflict,
     RulegenError,
@@ -48,7 +49,7 @@ from rulegen.spec.models import spec_model
 EPILOG = """exit codes:
   0  success
   1  promtool rejected the rules or a unit test failed; --check found stale output;
-     lint found an error
+     lint found an error; diff --exit-code found a change
   2  invalid spec or usage
   3  a required tool (promtool, amtool; matplotlib for backtest --plot) is missing
   4  internal error: a bug in rulegen (run again with --debug for the traceback)
@@ -115,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="do not run this check (repeatable); see --list")  # fmt: skip
     lint.add_argument("--list", action="store_true", help="print the checks and exit")
     backtest.add_parser(sub)
+    diff.add_parser(sub)
     s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
     signal_folders.add_arguments(s)
     return parser
@@ -353,6 +355,7 @@ def _run(argv: list[str]) -> int:
             "validate": _validate,
             "lint": _lint,
             "backtest": lambda a, _: backtest.run(a, _catalog(a.signals)),
+            "diff": lambda a, _: diff.run(a, _catalog(a.signals)),
             "schema": lambda a, _: _schema(a),
         }
         code = commands[args.command](args, out)

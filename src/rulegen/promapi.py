@@ -388,6 +388,16 @@ class PrometheusAPI:
 
         return self._checked("series", params, check)
 
+    def version(self) -> str | None:
+        """``/api/v1/status/buildinfo``'s ``version`` (``2.42.0``), or ``None`` when the
+        server does not say (compatible servers often lack the endpoint)."""
+        try:
+            data = self._data("status/buildinfo", {})
+        except UsageError:
+            return None
+        version = data.get("version") if isinstance(data, dict) else None
+        return version if isinstance(version, str) and len(version) < 100 else None
+
     def targets(self) -> list[ScrapeTarget]:
         """``/api/v1/targets?state=active``: the active scrape targets."""
         return self._checked("targets", {"state": "active"}, _targets)

@@ -17,10 +17,11 @@ from conftest import CliResult, run_rulegen, write_tree
 from support.prometheus import free_port
 
 from rulegen.backtest import plot
-from rulegen.backtest.command import ProgressBar, alert_labels, parse_time, query_times
+from rulegen.backtest.command import ProgressBar, parse_time
 from rulegen.backtest.query import chunks, grid, selectors
 from rulegen.backtest.replay import Labels
 from rulegen.backtest.report import rfc3339, write_plots
+from rulegen.backtest.session import alert_labels, query_times
 from rulegen.backtest.targets import Report, Target
 from rulegen.errors import ToolNotFoundError, UsageError
 
@@ -72,6 +73,12 @@ BAD_ARGS = [
      "5m, 1h)"),
     ("bad --suggest", ["--from", "0", "--to", "60", "--suggest", "-1"],
      "rulegen: error: --suggest '-1': expected a number of firings >= 0"),
+    ("--parallel 0", ["--from", "0", "--to", "60", "--parallel", "0"],
+     "rulegen: error: backtest: argument --parallel: expected a number of queries from 1 to "
+     "16, got '0'"),
+    ("--parallel many", ["--from", "0", "--to", "60", "--parallel", "many"],
+     "rulegen: error: backtest: argument --parallel: expected a number of queries from 1 to "
+     "16, got 'many'"),
     ("unknown --alert", ["--from", "0", "--to", "60", "--alert", "Nope"],
      "rulegen: error: --alert Nope: no such alert in the specs (alerts: RequestQueueBacklog)"),
 ]  # fmt: skip

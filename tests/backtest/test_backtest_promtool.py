@@ -1,12 +1,13 @@
 """The backtest agrees with promtool, step for step, on bursty series in a real Prometheus.
 
 Two independent engines: ``rulegen backtest`` (range queries on a real ``prometheus`` holding
-backfilled history, then rulegen's replay of ``for``/``keep_firing_for``) and ``promtool test
-rules`` (Prometheus's own rule manager, stepping through the same series). Hand-written
-series with bursts just shorter and just longer than each alert's ``for``, lookback-bridged
-gaps and gaps past the lookback are backfilled (OpenMetrics blocks, then the recording rules
-level by level, ``tests/support/prometheus.py``); the backtest's JSON says which label sets fire at
-every evaluation; a promtool test file with the *same* series expects exactly those alerts
+backfilled raw history, the recordings evaluated from it as if deployed, then rulegen's
+replay of ``for``/``keep_firing_for``) and ``promtool test rules`` (Prometheus's own rule
+manager, stepping through the same series). Hand-written series with bursts just shorter and
+just longer than each alert's ``for``, lookback-bridged gaps and gaps past the lookback are
+backfilled as raw series only (OpenMetrics blocks, ``tests/support/prometheus.py``: no
+recording is on the server); the backtest's JSON says which label sets fire at every
+evaluation; a promtool test file with the *same* series expects exactly those alerts
 (labels and annotations) at every one of the 360 evaluations, and must pass. Perturbing the
 backtest's answer by one step must make promtool fail.
 
@@ -22,6 +23,7 @@ import json
 import shutil
 import struct
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ import requests
 import yaml
 from conftest import promtool_test, run_rulegen
 from support.prometheus import (
+    NEEDS_PROMETHEUS,
     backfill_recordings,
     create_blocks_from_openmetrics,
     openmetrics,
@@ -39,8 +42,7 @@ from support.prometheus import (
 )
 
 from rulegen import gotemplate
-from rulegen.backtest import command, report
-from rulegen.backtest import targets as replayed
+from rulegen.backtest import command, report, session
 from rulegen.backtest.query import Client, grid
 from rulegen.backtest.targets import Target
 from rulegen.build import BuildResult, build
@@ -54,13 +56,7 @@ N = 360  # evaluations: 90 minutes
 END = T0 + (N - 1) * STEP
 FROM_RFC3339 = "2026-01-01T00:00:00Z"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        shutil.which("prometheus") is None or shutil.which("promtool") is None,
-        reason="needs prometheus and promtool",
-    ),
-]
+pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
 SPEC = """\
 version: 1
@@ -98,7 +94,8 @@ alerts:
     summary: '{value}'
     description: '{alert}'
 """
-# A second service whose rules are not deployed: its recording has no samples on the server.
+# A second service on the same series: replayed from raw series like the first; with
+# --recorded (the deployed recordings) it has none on the server.
 UNDEPLOYED = """\
 version: 1
 service: undeployed
@@ -199,9 +196,10 @@ class History:
     catalog: Catalog
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
-    """A Prometheus holding ``SERIES`` from ``T0`` and the ``bt`` service's recordings."""
+@contextmanager
+def serving(tmp_path_factory: pytest.TempPathFactory, *, recordings: bool) -> Iterator[History]:
+    """A Prometheus holding ``SERIES`` from ``T0`` (and with ``recordings`` the ``bt``
+    service's recordings, backfilled level by level as if deployed)."""
     workdir = tmp_path_factory.mktemp("backtest")
     specs = workdir / "specs"
     specs.mkdir()
@@ -222,9 +220,24 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     data = workdir / "data"
     create_blocks_from_openmetrics(source, data)
     with running(data, workdir, STEP) as server:
-        levels = recording_levels([rules / "bt.rules.yml"])
-        backfill_recordings(server, levels, (T0, END + STEP), STEP, workdir)
+        if recordings:
+            levels = recording_levels([rules / "bt.rules.yml"])
+            backfill_recordings(server, levels, (T0, END + STEP), STEP, workdir)
         yield History(server.url, specs, rules, result, catalog)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
+    """A Prometheus holding the raw ``SERIES`` only: no rule was ever deployed there."""
+    with serving(tmp_path_factory, recordings=False) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
+    """The same series, and the ``bt`` service's recordings as deployed rules wrote them."""
+    with serving(tmp_path_factory, recordings=True) as found:
+        yield found
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -248,7 +261,7 @@ def rows(history: History) -> list[dict[str, Any]]:
     """The backtest's JSON for the specs, plus the hand-written keep_firing_for rule."""
     found: list[dict[str, Any]] = json.loads(backtest(history, "--format", "json"))
     client = Client(history.url)
-    keep = command.backtest(client, KEEP, (T0 * 1000, END * 1000))
+    keep = session.backtest(client, KEEP, (T0 * 1000, END * 1000))
     return found + report.json_rows([keep])
 
 
@@ -284,8 +297,9 @@ def expression_values(
     """Each alert's expression value by alert label set and time (for the annotations)."""
     client = Client(history.url)
     span = (T0 * 1000, END * 1000)
-    targets = [t for t in replayed.targets(history.result) if t.group.startswith("bt-")]
-    return {t.alert: command.backtest(client, t, span).values for t in [*targets, KEEP]}
+    reports = session.replay_build(client, history.result, span)
+    found = {r.target.alert: r.values for r in reports if r.target.group.startswith("bt-")}
+    return found | {KEEP.alert: session.backtest(client, KEEP, span).values}
 
 
 class _NoAliases(yaml.SafeDumper):
@@ -426,21 +440,53 @@ def test_promtool_fails_when_the_answer_is_one_step_off(
     assert "alertname: RequestQueueBacklog" in proc.stdout + proc.stderr
 
 
-def test_undeployed_recordings_are_a_warning_not_silence(
-    history: History, rows: list[dict[str, Any]]
+def test_a_service_never_deployed_replays_from_raw_series(rows: list[dict[str, Any]]) -> None:
+    """The second service reads the same disk series through its own recording (nowhere on
+    the server): it fires exactly when the first one does, with its own labels."""
+    undeployed = [r for r in rows if r["group"].startswith("undeployed")]
+    ours = [r for r in spec_rows(rows) if r["alert"] == "DiskUtilizationHigh"]
+    assert [r["episodes"] for r in undeployed] == [r["episodes"] for r in ours]
+    assert sum(r["fired"] for r in undeployed) > 0
+    assert {r["labels"]["service"] for r in undeployed} == {"undeployed"}
+    assert all(r["warning"] is None for r in rows)
+
+
+def test_recorded_reads_the_deployed_recordings(
+    deployed: History, history: History, rows: list[dict[str, Any]]
 ) -> None:
-    (row,) = [r for r in rows if r["group"].startswith("undeployed")]
-    assert row["alert"] == "DiskUtilizationHigh"
+    """``--recorded`` on the server where the rules ran gives the raw replay's answer for
+    the deployed service, and says the other one's recordings are not there."""
+    found = json.loads(backtest(deployed, "--format", "json", "--recorded"))
+    assert spec_rows(found) == spec_rows(rows[:-1])  # (the last row is the keep probe)
+    (row,) = [r for r in found if r["group"].startswith("undeployed")]
     assert row["episodes"] == []
-    assert row["labels"] == {}
     assert row["warning"].startswith(
         'recording instance_device:node_disk_io_time_seconds:rate1m{service="undeployed"} '
         "has no samples between 2026-01-01T00:00:00Z and 2026-01-01T01:29:45Z"
     )
-    assert all(r["warning"] is None for r in spec_rows(rows))
-    text = backtest(history, "--alert", "DiskUtilizationHigh")
+    assert "leave out --recorded to evaluate them from raw series" in row["warning"]
+    text = backtest(history, "--alert", "DiskUtilizationHigh", "--recorded")
     assert "  warning: recording instance_device:node_disk_io_time_seconds:rate1m" in text
     assert "no data to replay" in text
+
+
+def test_a_series_missing_on_the_server_is_a_warning_not_silence(history: History) -> None:
+    """A raw series the rules read that the server does not have at all: the alert cannot
+    fire, and the report says so instead of "never fired"."""
+    spec = history.specs.parent / "missing"
+    spec.mkdir(exist_ok=True)
+    (spec / "m.yaml").write_text(UNDEPLOYED.replace("service: undeployed", "service: m")
+                                 + "selectors:\n  node: 'job=\"nowhere\"'\n")  # fmt: skip
+    args = parse(str(spec), "--prometheus", history.url, "--from", FROM_RFC3339,
+                 "--to", str(END), "--format", "json")  # fmt: skip
+    out = io.StringIO()
+    assert command.run(args, history.catalog, out) == 0
+    (row,) = json.loads(out.getvalue())
+    assert row["warning"] == (
+        'series node_disk_io_time_seconds_total{job="nowhere"} has no '
+        "samples between 2025-12-31T23:59:15Z and 2026-01-01T01:29:45Z on "
+        f"{history.url}: this alert cannot fire in this backtest"
+    )
 
 
 def test_json_is_sorted_and_deterministic(history: History, rows: list[dict[str, Any]]) -> None:
@@ -535,6 +581,7 @@ def test_chunk_borders_change_nothing(history: History, rows: list[dict[str, Any
     """The same replay through 7-point chunks (borders inside episodes and lead-ins)."""
     client = Client(history.url, max_points=7)
     span = (T0 * 1000, END * 1000)
-    targets = [t for t in replayed.targets(history.result) if t.group.startswith("bt-")]
-    reports = [command.backtest(client, t, span) for t in [*targets, KEEP]]
+    reports = session.replay_build(client, history.result, span)
+    reports = [r for r in reports if r.target.group.startswith("bt-")]
+    reports.append(session.backtest(client, KEEP, span))
     assert sorted(report.json_rows(reports), key=by_alert) == sorted(spec_rows(rows), key=by_alert)

@@ -29,8 +29,8 @@ from conftest import CliResult, run_rulegen, write_tree
 from support.prometheus import free_port
 
 from rulegen import promapi
-from rulegen.backtest.command import query_points, query_times
 from rulegen.backtest.query import grid, grid_size
+from rulegen.backtest.session import query_points, query_times
 from rulegen.backtest.targets import Target
 
 HOST = "127.0.0.1"
@@ -570,8 +570,10 @@ TIME_OPTIONS = [
      f"rulegen: error: --from '1e999999999': {RANGE}"),
     ("a step of 1ms over years",
      ["--from", "2020-01-01T00:00:00Z", "--to", "2026-01-01T00:00:00Z", "--step", "1ms"],
-     "rulegen: error: this backtest needs 378,778,200,004 evaluation points (2 alert(s), "
-     "1 query each, every 1ms from 2020-01-01T00:00:00Z to 2026-01-01T00:00:00Z), more than "
+     # (the alerts read their 15s recordings at every 1ms: computed at 15s from raw series)
+     "rulegen: error: this backtest needs 378,790,825,946 evaluation points (2 alert(s), "
+     "1 query each, every 1ms from 2020-01-01T00:00:00Z to 2026-01-01T00:00:00Z, and "
+     "12,625,942 for recordings), more than "
      "the 10,000,000 one run may evaluate: use a larger --step, a shorter range (--from/--to) "
      "or fewer alerts (--alert NAME)"),
     ("five years at each group's interval with --suggest (two queries per alert)",

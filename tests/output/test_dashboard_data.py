@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import requests
 import yaml
 from conftest import REPO
 from support.prometheus import (
+    NEEDS_PROMETHEUS,
     backfill_recordings,
     create_blocks_from_openmetrics,
     expand_values,
@@ -40,13 +40,7 @@ GAP = 3600  # between two test cases: more than any lookback or panel window rea
 STEP = 60  # rule backfill and query step, seconds
 VARIABLES = re.compile(r"\$\{?([a-zA-Z_]+)\}?")
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        shutil.which("prometheus") is None or shutil.which("promtool") is None,
-        reason="needs prometheus and promtool",
-    ),
-]
+pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
 
 def case_series(

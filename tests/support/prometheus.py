@@ -27,10 +27,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from rulegen import promql
 from rulegen.validate.tools import find_tool, run_tool
+
+NEEDS_PROMETHEUS = pytest.mark.skipif(
+    shutil.which("prometheus") is None or shutil.which("promtool") is None,
+    reason="needs prometheus and promtool",
+)
+"""The mark of a test that starts a real Prometheus on backfilled blocks."""
 
 HOST = "127.0.0.1"
 # `create-blocks-from rules` evaluates a group at `slot + offset`, offset being Prometheus'

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from rulegen.alerts.model import ResolvedAlert
-from rulegen.backtest import command
+from rulegen.backtest import session
 from rulegen.backtest.query import Client, Progress, Samples
 from rulegen.backtest.targets import Target, targets
 from rulegen.build import build
@@ -426,7 +426,7 @@ def test_the_backtest_suggests_from_the_typed_comparison() -> None:
     compared = Comparison(quantity, ">", Threshold(Decimal("0.5"), "percent"))
     target = Target("A", "g", 'q:rec{service="web"} > 0.5', 0, 15_000, comparison=compared)
     client = _History([0.1, 0.9, 0.1, 0.9, 0.1, 0.9, 0.1, 0.9, 0.1, 0.9, 0.1, 0.9])
-    report = command.backtest(client, target, SPAN, per_week=0)
+    report = session.backtest(client, target, SPAN, per_week=0)
     assert client.asked == ['q:rec{service="web"} > 0.5', 'q:rec{service="web"}']
     assert report.comparison == compared
     assert report.current_fired == 6  # 0.9 at 0s, 30s, … 150s
@@ -438,7 +438,7 @@ def test_the_backtest_suggests_from_the_typed_comparison() -> None:
 def test_the_backtest_never_parses_a_threshold_out_of_text() -> None:
     target = Target("A", "g", 'q:rec{service="web"} > 0.5', 0, 15_000)
     client = _History([0.1, 0.9] * 6)
-    report = command.backtest(client, target, SPAN, per_week=0)
+    report = session.backtest(client, target, SPAN, per_week=0)
     assert report.suggestion is None
     assert report.notes == ["no suggestion: the expression is not `quantity > number`"]
     assert client.asked == ['q:rec{service="web"} > 0.5'] * 2  # the quantity: all of it

@@ -14,48 +14,42 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, TextIO
 
-from rulegen import gotemplate, units
+from rulegen import units
 from rulegen.backtest import plot
+from rulegen.backtest.deployed import Deployment
 from rulegen.backtest.query import (
     MAX_POINTS,
+    PARALLEL,
     TIMEOUT,
     Client,
-    Progress,
-    Samples,
-    grid,
-    grid_size,
-    selectors,
-)
-from rulegen.backtest.replay import (
-    Labels,
-    fired_with,
-    flap_window,
-    replay,
-    suggest_threshold,
-    summarize,
 )
 from rulegen.backtest.report import json_rows, rfc3339, text_report, write_plots
+from rulegen.backtest.session import (
+    MAX_EVALUATIONS,
+    left_open,
+    plan_deployment,
+    query_points,
+    replay_targets,
+)
+from rulegen.backtest.session import query_times as query_times  # re-exported for callers
+from rulegen.backtest.session import replay_build as replay_build  # re-exported for callers
 from rulegen.backtest.targets import Report, Target, recordings, targets
 from rulegen.build import build
 from rulegen.catalog import Catalog
 from rulegen.catalog import folders as signal_folders
 from rulegen.errors import UsageError
 from rulegen.load import discover, display
-from rulegen.promapi import MAX_BYTES, QueryRejected, timeout_arg
-from rulegen.render.prometheus import quantity_promql
+from rulegen.promapi import MAX_BYTES, timeout_arg
 
 TIME_HELP = "RFC3339 (2026-01-01T00:00:00Z) or Unix seconds"
 LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
 TIME_RANGE = "between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
-MAX_EVALUATIONS = 10_000_000
-"""The most evaluation points one run may ask for, across all chosen alerts and queries
-(roughly 1,000 range queries of 11,000 points); more is refused before any query."""
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
@@ -66,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
         description=(
             "Run every alert expression as a range query, apply for/keep_firing_for as "
             "Prometheus does, and report per alert and label set how often it would have "
-            "fired. Reads rulegen's recording rules: deploy the rules first."
+            "fired. The recording rules the alerts read are evaluated from the raw series, "
+            "as if the specs had been deployed; --recorded reads the deployed ones instead."
         ),
     )
     p.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
@@ -81,151 +76,27 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
         metavar="N",
         help="propose the threshold that would have fired at most N times per week",
     )
+    p.add_argument("--recorded", action="store_true",
+                   help="read the recordings deployed on the server instead of evaluating "
+                   "them from raw series (compare with what production evaluated)")  # fmt: skip
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--progress", action="store_true", help="progress bar even if not a TTY")
     p.add_argument("--timeout", type=timeout_arg, default=TIMEOUT, metavar="SECONDS",
                    help=f"deadline of each request, whole answer included (default: {TIMEOUT:g}); "
                    f"answers are capped at {MAX_BYTES // 2**20} MiB and a run at "
                    f"{MAX_EVALUATIONS:,} evaluation points")  # fmt: skip
+    p.add_argument("--parallel", type=_parallel_arg, default=PARALLEL, metavar="N",
+                   help=f"range queries in flight at once (default: {PARALLEL}; the server "
+                   "evaluates each on its own core)")  # fmt: skip
     signal_folders.add_arguments(p)
     return p
 
 
-def query_times(target: Target, span: tuple[int, int], step_ms: int | None = None) -> list[int]:
-    """The evaluation times: from ``max(for, keep_firing_for)`` plus one step before the span
-    (so an alert already pending or firing at ``span[0]`` is in the right state there) to
-    its end, on multiples of the step."""
-    return grid(*_grid_bounds(target, span, step_ms))
-
-
-def query_points(target: Target, span: tuple[int, int], step_ms: int | None = None) -> int:
-    """``len(query_times(...))``, without building the list."""
-    return grid_size(*_grid_bounds(target, span, step_ms))
-
-
-def _grid_bounds(
-    target: Target, span: tuple[int, int], step_ms: int | None
-) -> tuple[int, int, int]:
-    step = step_ms or target.step_ms
-    lead = max(target.for_ms, target.keep_firing_for_ms) + step
-    return (span[0] - lead) // step * step, span[1], step
-
-
-def alert_labels(series: Labels, rule_labels: Iterable[tuple[str, str]], value: float) -> Labels:
-    """An alert's label set as Prometheus builds it: the series' labels without
-    ``__name__``, then the rule's labels (templates expanded; an empty value removes)."""
-    out = {k: v for k, v in series if k != "__name__"}
-    data = dict(series)
-    for name, text in rule_labels:
-        expanded = text
-        if "{{" in text:
-            try:
-                expanded = gotemplate.expand(text, data, value)
-            except gotemplate.UnsupportedTemplate:
-                expanded = text
-        if expanded:
-            out[name] = expanded
-        else:
-            out.pop(name, None)
-    return tuple(sorted(out.items()))
-
-
-def backtest(
-    client: Client,
-    target: Target,
-    span: tuple[int, int],
-    *,
-    step_ms: int | None = None,
-    recorded: frozenset[str] = frozenset(),
-    with_quantity: bool = False,
-    per_week: float | None = None,
-    progress: Progress | None = None,
-) -> Report:
-    """Replay one alert over ``span``: query, state machine, per-label-set summaries; with
-    ``with_quantity`` or ``per_week`` also the quantity (left of ``X > N``) and a suggestion."""
-    step = step_ms or target.step_ms
-    times = query_times(target, span, step)
-    try:
-        return _backtest(client, target, span, step, times, recorded, with_quantity, per_week,
-                         progress)  # fmt: skip
-    except QueryRejected as exc:
-        raise UsageError(f"{target.alert} ({target.group}): {exc}") from None
-
-
-def _backtest(
-    client: Client,
-    target: Target,
-    span: tuple[int, int],
-    step: int,
-    times: list[int],
-    recorded: frozenset[str],
-    with_quantity: bool,
-    per_week: float | None,
-    progress: Progress | None,
-) -> Report:
-    raw = client.range_query(target.expr, times, progress)
-    values: Samples = {}
-    present: dict[int, set[Labels]] = {}
-    for series, samples in raw.items():
-        for t, value in samples.items():
-            labels = alert_labels(series, target.labels, value)
-            values.setdefault(labels, {})[t] = value
-            present.setdefault(t, set()).add(labels)
-    found = replay(times, [present.get(t, set()) for t in times], target.for_ms,
-                   target.keep_firing_for_ms)  # fmt: skip
-    flaps = flap_window(target.for_ms, step)
-    summaries = {
-        labels: summary
-        for labels, runs in sorted(found.items())
-        if (summary := summarize(runs, span[0], span[1], flaps)).episodes
-    }
-    report = Report(target, span, step, times, values, summaries)
-    report.warning = _missing_recordings(client, target, span, recorded)
-    report.comparison = target.comparison
-    if with_quantity or per_week is not None:
-        compared = report.comparison
-        expr = quantity_promql(compared.quantity) if compared is not None else target.expr
-        report.quantity = client.range_query(expr, times, progress)
-    if per_week is not None:
-        _suggest(report, per_week)
-    return report
-
-
-def _suggest(report: Report, per_week: float) -> None:
-    target = report.target
-    report.per_week = per_week
-    if report.comparison is None or report.quantity is None:
-        report.notes.append("no suggestion: the expression is not `quantity > number`")
-        return
-    args = (report.times, report.quantity, report.comparison.op)
-    threshold = float(report.comparison.threshold.value)
-    report.current_fired = fired_with(*args, threshold, target.for_ms,
-                                      target.keep_firing_for_ms, report.span)  # fmt: skip
-    report.suggestion = suggest_threshold(*args, target.for_ms, target.keep_firing_for_ms,
-                                          report.span, per_week)  # fmt: skip
-    if report.suggestion is None:
-        report.notes.append("no suggestion: the quantity has no value in the range")
-
-
-def _missing_recordings(
-    client: Client, target: Target, span: tuple[int, int], recorded: frozenset[str]
-) -> str | None:
-    """A warning when a recording the alert reads has no samples in the span on the server:
-    the rules are not deployed there (yet), so "never fired" would be a lie."""
-    missing = [
-        text
-        for name, text in selectors(target.expr)
-        if name in recorded and not client.has_series(text, span[0], span[1])
-    ]
-    if not missing:
-        return None
-    which = ("recording " if len(missing) == 1 else "recordings ") + ", ".join(missing)
-    have = "has" if len(missing) == 1 else "have"
-    return (
-        f"{which} {have} no samples between {rfc3339(span[0])} and "
-        f"{rfc3339(span[1])} on {client.url}: deploy the rules there first; "
-        "until then this alert cannot fire in a backtest"
-    )
+def _parallel_arg(text: str) -> int:
+    """``--parallel N``: 1 to 16."""
+    if not text.isdigit() or not 1 <= int(text) <= 16:
+        raise argparse.ArgumentTypeError(f"expected a number of queries from 1 to 16, got {text!r}")
+    return int(text)
 
 
 class ProgressBar:
@@ -314,13 +185,19 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     if not chosen:
         raise UsageError("no alerts in the specs")
     queries = 2 if (folder is not None or per_week is not None) else 1
+    client = Client(args.prometheus, timeout=args.timeout, parallel=args.parallel)
+    deployment = None if args.recorded else plan_deployment(client, result, chosen, span,
+                                                             step, queries == 2)  # fmt: skip
     points = [query_points(t, span, step) for t in chosen]
-    _check_points(queries * sum(points), len(chosen), queries, span, args.step)
-    client = Client(args.prometheus, timeout=args.timeout)
+    extra = deployment.points() if deployment is not None else 0
+    _check_points(queries * sum(points), extra, len(chosen), queries, span, args.step)
     client.check()
+    if deployment is not None:
+        deployment.left_open = left_open(client)
     bar = _progress_bar(args, points, queries)
     recorded = recordings(result)
-    reports = _replay_all(client, chosen, span, step, recorded, folder is not None, per_week, bar)
+    reports = _replay_all(client, chosen, span, step, recorded, folder is not None, per_week,
+                          bar, deployment)  # fmt: skip
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         write_plots(reports, folder)
@@ -332,16 +209,20 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
 
 
 def _check_points(
-    total: int, alerts: int, queries: int, span: tuple[int, int], step: str | None
-) -> None:
-    """Refuse, before any query, a run of more than ``MAX_EVALUATIONS`` points."""
+    alert_points: int, recording_points: int, alerts: int, queries: int,
+    span: tuple[int, int], step: str | None,
+) -> None:  # fmt: skip
+    """Refuse, before any query, a run of more than ``MAX_EVALUATIONS`` points: the alerts'
+    and those of the recordings computed from raw series (``recording_points``)."""
+    total = alert_points + recording_points
     if total <= MAX_EVALUATIONS:
         return
     every = f"every {step}" if step is not None else "at each group's interval"
     each = "1 query" if queries == 1 else f"{queries} queries"
+    computed = f", and {recording_points:,} for recordings" if recording_points else ""
     raise UsageError(
         f"this backtest needs {total:,} evaluation points ({alerts} alert(s), {each} each, "
-        f"{every} from {rfc3339(span[0])} to {rfc3339(span[1])}), more than the "
+        f"{every} from {rfc3339(span[0])} to {rfc3339(span[1])}{computed}), more than the "
         f"{MAX_EVALUATIONS:,} one run may evaluate: use a larger --step, a shorter range "
         "(--from/--to) or fewer alerts (--alert NAME)"
     )
@@ -366,14 +247,13 @@ def _replay_all(
     with_quantity: bool,
     per_week: float | None,
     bar: ProgressBar | None,
+    deployment: Deployment | None = None,
 ) -> list[Report]:
     progress: Callable[[int], None] | None = bar.advance if bar else None
     try:
-        return [
-            backtest(client, target, span, step_ms=step, recorded=recorded,
-                     with_quantity=with_quantity, per_week=per_week, progress=progress)
-            for target in chosen
-        ]  # fmt: skip
+        return replay_targets(client, chosen, span, step_ms=step, recorded=recorded,
+                              with_quantity=with_quantity, per_week=per_week,
+                              progress=progress, deployment=deployment)  # fmt: skip
     finally:
         if bar is not None:
             bar.finish()

@@ -48,7 +48,11 @@ def json_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
     tell apart two rules of one name in one group, such as an SLO's page and ticket tiers)."""
     rows: list[dict[str, Any]] = []
     for report in reports:
-        common: dict[str, Any] = {"warning": report.warning}
+        common: dict[str, Any] = {
+            "warning": report.warning,
+            "partial_until": _optional_time(report.partial_until),
+            "history_from": _optional_time(report.history_from),
+        }
         if report.per_week is not None:  # asked for: null when none can be made
             common["suggestion"] = None
         if report.suggestion is not None:
@@ -79,6 +83,10 @@ def json_rows(reports: Sequence[Report]) -> list[dict[str, Any]]:
     return sorted(rows, key=_row_key)
 
 
+def _optional_time(ms: int | None) -> str | None:
+    return None if ms is None else rfc3339(ms)
+
+
 def _duration(ms: int) -> str:
     return units.format_duration(Decimal(ms) / 1000)
 
@@ -97,6 +105,13 @@ def text_report(report: Report) -> str:
     where = f"  {rfc3339(start)} .. {rfc3339(end)}: "
     if report.warning:
         lines.append(f"  warning: {report.warning}")
+    if report.partial_until is not None and report.history_from is not None:
+        lines.append(
+            f"  partial: the server's history starts at {rfc3339(report.history_from)}, later "
+            f"than the rules' windows reach back: results before "
+            f"{rfc3339(min(report.partial_until, end))} read less history than deployed rules "
+            "would have"
+        )
     if not report.summaries:
         lines.append(where + ("no data to replay" if report.warning else "never fired"))
     else:

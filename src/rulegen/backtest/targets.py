@@ -14,7 +14,7 @@ from rulegen.backtest.query import Samples
 from rulegen.backtest.replay import Labels, Suggestion, Summary
 from rulegen.build import BuildResult
 from rulegen.errors import UsageError
-from rulegen.generated import AlertRule, Comparison, RuleGroup, comparison_of
+from rulegen.generated import AlertRule, Comparison, RecordingRule, RuleGroup, comparison_of
 from rulegen.render.prometheus import condition_promql
 
 # --- what to replay --------------------------------------------------------------------------
@@ -73,9 +73,20 @@ def targets(result: BuildResult, names: Sequence[str] = ()) -> list[Target]:
 
 def recordings(result: BuildResult) -> frozenset[str]:
     """The names of every recording rule of a build."""
+    return frozenset(record for record, _expr, _labels, _step in deployable(result))
+
+
+def deployable(result: BuildResult) -> list[tuple[str, str, tuple[tuple[str, str], ...], int]]:
+    """Every recording rule of a build as the rule manager runs it: ``(record, expr,
+    labels, interval in ms)``, in the order of the rule files."""
     groups = [g for s in result.services for g in s.groups]
     groups += [slo.group for s in result.services for slo in s.slos]
-    return frozenset(r.record for g in groups for r in g.rules if not isinstance(r, AlertRule))
+    return [
+        (rule.record, rule.expr, rule.labels, _ms(group.interval_seconds))
+        for group in groups
+        for rule in group.rules
+        if isinstance(rule, RecordingRule)
+    ]
 
 
 # --- one alert -------------------------------------------------------------------------------
@@ -98,6 +109,10 @@ class Report:
     current_fired: int | None = None
     per_week: float | None = None
     notes: list[str] = field(default_factory=list)
+    partial_until: int | None = None
+    """Evaluations before this time read less history than the rules need (the server's
+    history starts at ``history_from``): their results are partial."""
+    history_from: int | None = None
 
     @property
     def fired(self) -> int:

@@ -1,0 +1,150 @@
+"""``rulegen diff``: build the specs at a base (a git revision or a folder) and now, compare.
+
+Why a command of its own and not ``git diff rules/``: the generated files say *how* the rules
+changed (a PromQL literal, a rewritten test), the diff says *what*: each alert's fields in the
+spec's units, the receivers its labels now reach, and with ``--prometheus`` how often it would
+have fired before and after. ``cli`` owns exit codes: 0 whatever changed (a diff is
+information), 1 with ``--exit-code`` when anything changed; spec errors of either version are
+a ``SpecError`` (2), each line naming its version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from rulegen.backtest.command import parse_time
+from rulegen.backtest.query import TIMEOUT, Client
+from rulegen.catalog import Catalog
+from rulegen.catalog import folders as signal_folders
+from rulegen.diff.compare import compare
+from rulegen.diff.history import backtest_diff
+from rulegen.diff.model import Diff
+from rulegen.diff.report import json_report, markdown_report, text_report
+from rulegen.diff.versions import (
+    CURRENT,
+    Version,
+    VersionErrors,
+    build_version,
+    folder_version,
+    git_version,
+    raise_together,
+)
+from rulegen.errors import SpecError, UsageError
+from rulegen.load import discover, display
+from rulegen.promapi import MAX_BYTES, timeout_arg
+
+FORMATS = ("text", "markdown", "json")
+REPORTS = {"text": text_report, "markdown": markdown_report, "json": json_report}
+EPILOG = """exit codes:
+  0  the diff was printed, whatever changed
+  1  with --exit-code: something changed
+  2  a spec error in either version (each line says which), a bad argument or revision,
+     a server problem with --prometheus
+  3  git is missing (--base)
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
+    """Add the ``diff`` subcommand to ``rulegen``'s subparsers; returns its parser."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "diff",
+        help="what an edit of the specs changes, alert by alert",
+        description=(
+            "Build the specs at a base (a git revision, default HEAD, or a folder) and as\n"
+            "they are now, and compare them per service and alert: added, removed, changed\n"
+            "(each changed field in the spec's units, and the receivers the alert reaches),\n"
+            "unchanged. With --prometheus, backtest both versions of every changed alert."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="REV", default=None,
+                      help="the git revision to compare with (default: HEAD)")  # fmt: skip
+    base.add_argument("--base-dir", type=Path, metavar="DIR", default=None,
+                      help="a folder of specs to compare with, instead of a revision")  # fmt: skip
+    p.add_argument("--prometheus", metavar="URL", help="backtest both versions on this server")
+    p.add_argument("--from", dest="start", metavar="T", help="backtest from (RFC3339 or Unix s)")
+    p.add_argument("--to", dest="end", metavar="T", help="backtest to (RFC3339 or Unix s)")
+    p.add_argument("--timeout", type=timeout_arg, default=TIMEOUT, metavar="SECONDS",
+                   help=f"deadline of each request to --prometheus (default: {TIMEOUT:g}); "
+                   f"answers are capped at {MAX_BYTES // 2**20} MiB")  # fmt: skip
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="text (default), markdown (a pull request comment) or one JSON "
+                   "object")  # fmt: skip
+    p.add_argument("--exit-code", action="store_true", help="exit 1 when anything changed")
+    signal_folders.add_arguments(p)
+    return p
+
+
+def _span(args: argparse.Namespace) -> tuple[int, int] | None:
+    """The backtest's range, when ``--prometheus`` asks for one (all three go together)."""
+    given = [f for f, v in (("--from", args.start), ("--to", args.end)) if v is not None]
+    if args.prometheus is None:
+        if given:
+            raise UsageError(f"{given[0]} needs --prometheus URL (the server to backtest on)")
+        return None
+    missing = [f for f in ("--from", "--to") if f not in given]
+    if missing:
+        raise UsageError(f"--prometheus needs {' and '.join(missing)} (the range to backtest)")
+    span = (parse_time(args.start, "--from"), parse_time(args.end, "--to"))
+    if span[0] >= span[1]:
+        raise UsageError(f"--from {args.start} must be before --to {args.end}")
+    return span
+
+
+def run(
+    args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:  # fmt: skip
+    """Run ``rulegen diff``: both versions built, compared, printed in ``--format``; the exit
+    code (``UsageError``/``SpecError``/``ToolNotFoundError`` for ``cli`` to map)."""
+    stdout, stderr = out or sys.stdout, err or sys.stderr
+    span = _span(args)
+    old, new = _versions(args, catalog)
+    for warning in (*old.warnings, *new.warnings):
+        stderr.write(f"rulegen: warning: {warning}\n")
+    name = display(args.base_dir) if args.base_dir is not None else args.base or "HEAD"
+    diff = compare(old.facts, new.facts, name)
+    if span is not None:
+        client = Client(args.prometheus, timeout=args.timeout)
+        client.check()
+        backtest_diff(diff, old, new, client, span)
+        for warning in diff.warnings:
+            stderr.write(f"rulegen: warning: {warning}\n")
+    stdout.write(REPORTS[args.format](diff))
+    return exit_code(diff, args.exit_code)
+
+
+def _versions(args: argparse.Namespace, catalog: Catalog) -> tuple[Version, Version]:
+    """The base and the current version, built; the spec errors of both raised together."""
+    paths: list[Path] = args.paths or [Path("specs")]
+    inputs = discover(paths)
+    old = new = None
+    failures: list[SpecError | None] = [None, None]
+    with tempfile.TemporaryDirectory(prefix="rulegen-diff-") as folder:
+        try:
+            if args.base_dir is not None:
+                old = folder_version(args.base_dir, catalog)
+            else:
+                old = git_version(args.base or "HEAD", paths, args.signals, Path(folder))
+        except VersionErrors as exc:
+            failures[0] = exc
+    try:
+        new = build_version(CURRENT, inputs, catalog)
+    except VersionErrors as exc:
+        failures[1] = exc
+    raise_together(failures)
+    assert old is not None
+    assert new is not None
+    return old, new
+
+
+def exit_code(diff: Diff, strict: bool) -> int:
+    """0 whatever changed; with ``--exit-code``, 1 when anything did."""
+    return 1 if strict and diff.changed else 0
