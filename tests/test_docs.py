@@ -12,6 +12,10 @@ checked accordingly:
   ``base:`` may be ``alertmanager/base.yml`` (the example's base file is there);
 - ```` ```yaml signal ````: a signal definition, written to ``signals/`` and built with one
   alert on it;
+- ```` ```yaml defaults ````: a defaults file, written as ``specs/defaults.yaml`` and built
+  under a minimal spec that extends it (one alert entry, ``signal`` only, per signal it has
+  alert defaults for; one SLO when it has SLO defaults); a ``spec`` block after it on the same
+  page that says ``extends: defaults.yaml`` is built with it;
 - ```` ```yaml ci ````, ``pre-commit``, ``output`` (an excerpt of a generated file),
   ``alertmanager`` (an Alertmanager config) and ``promtool-test``: not specs; each must parse
   as YAML.
@@ -55,7 +59,7 @@ PAGES = sorted(
     ]
 )
 SPEC_PARTS = ("alerts", "slos", "diagnoses", "targets")
-BUILT = ("spec", *SPEC_PARTS, "routing", "signal")
+BUILT = ("spec", *SPEC_PARTS, "routing", "signal", "defaults")
 PARSED = ("ci", "pre-commit", "output", "alertmanager", "promtool-test")
 BASE_ALERT = {
     "signal": "custom",
@@ -145,10 +149,30 @@ def _minimal_spec(**keys: Any) -> str:
     return yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
 
 
+def _extending(block: Block) -> str:
+    """A minimal spec that extends the defaults file ``block`` and uses all of it."""
+    defaults = yaml.safe_load(block.text)["defaults"]
+    alerts: list[dict[str, Any]] = [BASE_ALERT]
+    alerts += [{"signal": s} for s in defaults.get("alerts", {}) if s != "custom"]
+    keys: dict[str, Any] = {"extends": "defaults.yaml", "alerts": alerts}
+    if "slos" in defaults:
+        sli = {"ratio": {"errors": "docs_errors_total", "total": "docs_requests_total"}}
+        keys["slos"] = [{"name": "docs", "objective": 99.9, "sli": sli}]
+    return _minimal_spec(**keys)
+
+
 def _tree(block: Block, kind: str) -> tuple[dict[str, str], list[str]]:
     """The files the block becomes and the extra ``build`` arguments."""
     if kind == "spec":
-        return {"specs/docs-example.yaml": block.text}, []
+        files = {"specs/docs-example.yaml": block.text}
+        if "extends" in yaml.safe_load(block.text):
+            before = [b for b in fenced_blocks(block.page) if b.line < block.line]
+            shared = [b for b in before if b.info == ("yaml", "defaults")]
+            assert shared, f"{block.where}: extends: needs a ```yaml defaults block before it"
+            files["specs/defaults.yaml"] = shared[-1].text
+        return files, []
+    if kind == "defaults":
+        return {"specs/defaults.yaml": block.text, "specs/docs-example.yaml": _extending(block)}, []
     if kind == "routing":
         base = (REPO / "specs/alertmanager/base.yml").read_text(encoding="utf-8")
         return {

@@ -111,12 +111,29 @@ def build(
     if problems:
         raise SpecError(problems)
     services = [(p, r) for p, r in rendered if isinstance(r, RenderedService)]
+    _refuse_groups_across_services([s for _, s in services])
+    # a spec's outputs come from it and from the defaults files it extends (--check and the
+    # manifest see an edit of either)
+    origins = {
+        (spec := inputs.specs[i]): tuple(
+            dict.fromkeys(_source_name(p, root) for p in (spec, *found[i].loaded.extends))
+        )
+        for i in combined.accepted
+    }
     result = BuildResult([], targets=chosen, root=root)
-    result.inputs = tuple(_source_name(p, root) for p in (*inputs.specs, *inputs.user_tests))
+    result.inputs = tuple(
+        dict.fromkeys(
+            [
+                *(_source_name(p, root) for p in inputs.specs),
+                *(name for names in origins.values() for name in names[1:]),
+                *(_source_name(p, root) for p in inputs.user_tests),
+            ]
+        )
+    )
     for path, service in services:
         result.services.append(service.output)
         result.files.merge(service.files)
-        result.sources.update(dict.fromkeys(service.files, (_source_name(path, root),)))
+        result.sources.update(dict.fromkeys(service.files, origins[path]))
         result.costs.update(service.costs)
         result.loads.update(service.loads)
         result.reports.extend(service.reports)
@@ -126,7 +143,7 @@ def build(
         names = tuple(sorted(_source_name(p, root) for p, _ in services))
         result.sources["grafana/provisioning.yaml"] = names
         if "mimir" in chosen:
-            _add_mimir(result, services, root)
+            _add_mimir(result, services, origins)
     if combined.routing is not None:
         _add_routing(result, combined.routing, root)
     for path in inputs.user_tests:
@@ -171,6 +188,8 @@ class RenderedService:
     source: str
     targets: TargetSettings
     reports: list[str]
+    # where ``group:`` names each rule group the user named (to report a clash across specs)
+    named_groups: dict[str, Origin] = field(default_factory=dict)
 
 
 @dataclass
@@ -205,8 +224,20 @@ def render_service(
     extra, reports = _target_files(service, spec.targets, source, targets)
     files.update(extra)
     return RenderedService(
-        _rules_only(service), files, _test_costs(service), loads, source, spec.targets, reports
-    )
+        _rules_only(service), files, _test_costs(service), loads, source, spec.targets, reports,
+        _named_groups(spec),
+    )  # fmt: skip
+
+
+def _named_groups(spec: ResolvedSpec) -> dict[str, Origin]:
+    """Each rule group a ``group:`` names, at its first mention (recordings, then alerts)."""
+    out: dict[str, Origin] = {}
+    mentions = [(r.group, r.group_origin) for r in spec.recordings]
+    mentions += [(a.group, a.group_origin) for a in spec.alerts]
+    for name, origin in mentions:
+        if name is not None and origin is not None:
+            out.setdefault(name, origin)
+    return out
 
 
 def _rules_only(service: ServiceOutput) -> ServiceOutput:
@@ -239,8 +270,9 @@ def rule_groups(
     """The rule groups of one spec without its tests: the service's own (signal families,
     then diagnoses) and one per SLO, in spec order."""
     groups = build_groups(
-        spec.service, spec.alerts, spec.evaluation_interval, catalog.families, spec.max_group_rules
-    )
+        spec.service, spec.alerts, spec.evaluation_interval, catalog.families, spec.max_group_rules,
+        spec.recordings, spec.groups,
+    )  # fmt: skip
     if spec.diagnoses:
         groups += (diagnosis_group(spec.service, spec.evaluation_interval, spec.diagnoses),)
     return groups, tuple(slo_group(slo) for slo in spec.slos)
@@ -249,6 +281,7 @@ def rule_groups(
 def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
     """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
     groups, slo_groups = rule_groups(spec, catalog)
+    _refuse_group_clashes(spec, (*groups, *slo_groups))
     tests = build_tests(
         spec.alerts, spec.evaluation_interval, spec.scrape_interval, spec.host_label
     )
@@ -280,6 +313,51 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
         spec.service, spec.source, spec.evaluation_interval, groups, tests, slos=tuple(slos),
         explanations=explanations,
     )  # fmt: skip
+
+
+def _refuse_group_clashes(spec: ResolvedSpec, groups: Sequence[RuleGroup]) -> None:
+    """A rule group named by ``group:`` must be the only group of that name in its spec
+    (Prometheus refuses two in one file); across specs, see
+    ``_refuse_groups_across_services``."""
+    named = _named_groups(spec)
+    seen: dict[str, str] = {}
+    problems = []
+    for group in groups:
+        other = seen.get(group.name)
+        if other is not None and group.name in named:
+            message = (
+                f"rule group {group.name!r} is also the name of a rule group rulegen "
+                "generates; rule group names must be unique across the build"
+            )
+            problems.append(named[group.name].diagnostic(message, codes.SPEC_DUPLICATE))
+        seen.setdefault(group.name, spec.service)
+    if problems:
+        raise SpecError(problems)
+
+
+def _refuse_groups_across_services(services: Sequence[RenderedService]) -> None:
+    """Two specs whose rule groups share a name that one of them chose with ``group:`` (Mimir's
+    namespaces and the Operator's objects gather several services' groups)."""
+    seen: dict[str, RenderedService] = {}
+    problems = []
+    for service in services:
+        output = service.output
+        for group in (*output.groups, *(slo.group for slo in output.slos)):
+            other = seen.setdefault(group.name, service)
+            if other is service:
+                continue
+            origin, also = service.named_groups.get(group.name), other
+            if origin is None:  # the earlier spec chose the name: report it there
+                origin, also = other.named_groups.get(group.name), service
+            if origin is None:
+                continue
+            message = (
+                f"rule group {group.name!r} is also a rule group of service "
+                f"{also.output.service!r}; rule group names must be unique across the build"
+            )
+            problems.append(origin.diagnostic(message, codes.SPEC_DUPLICATE))
+    if problems:
+        raise SpecError(problems)
 
 
 def _check_cost(groups: Sequence[RuleGroup], tests: Sequence[TestCase], origin: Origin) -> None:
@@ -351,15 +429,17 @@ def _target_files(
 
 
 def _add_mimir(
-    result: BuildResult, services: Sequence[tuple[Path, RenderedService]], root: Path | None
+    result: BuildResult,
+    services: Sequence[tuple[Path, RenderedService]],
+    origins: Mapping[Path, tuple[str, ...]],
 ) -> None:
     """One Mimir namespace file per namespace, holding the groups of its services."""
     namespaces: dict[str, list[RenderedService]] = {}
-    paths: dict[str, list[str]] = {}
+    paths: dict[str, set[str]] = {}
     for path, service in services:
         namespace = service.targets.mimir.namespace or service.output.service
         namespaces.setdefault(namespace, []).append(service)
-        paths.setdefault(namespace, []).append(_source_name(path, root))
+        paths.setdefault(namespace, set()).update(origins[path])
     for namespace, members in sorted(namespaces.items()):
         label = {m.targets.mimir.grouping_label for m in members}
         if len(label) > 1:

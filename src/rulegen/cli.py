@@ -38,6 +38,8 @@ from rulegen.errors import (
     ValidationFailed,
     printable,
 )
+from rulegen.explain import explain
+from rulegen.importer import command as importer
 from rulegen.lint import CHECKS, TIMEOUT, exit_code, lint
 from rulegen.lint.registry import listing
 from rulegen.load import SpecInputs, discover, display
@@ -117,6 +119,11 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--list", action="store_true", help="print the checks and exit")
     backtest.add_parser(sub)
     diff.add_parser(sub)
+    e = sub.add_parser("explain", help="print a spec with its defaults merged, and where each "
+                       "value comes from")  # fmt: skip
+    e.add_argument("spec", type=Path, help="a service spec file")
+    signal_folders.add_arguments(e)
+    importer.add_parser(sub)
     s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
     signal_folders.add_arguments(s)
     return parser
@@ -303,6 +310,12 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
     return exit_code(findings)
 
 
+def _explain(args: argparse.Namespace) -> int:
+    text = explain(args.spec, _catalog(args.signals))
+    sys.stdout.write("".join(f"{printable(line)}\n" for line in text.splitlines()))
+    return 0
+
+
 def _schema(args: argparse.Namespace) -> int:
     schema = spec_model(_catalog(args.signals)).model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -356,6 +369,8 @@ def _run(argv: list[str]) -> int:
             "lint": _lint,
             "backtest": lambda a, _: backtest.run(a, _catalog(a.signals)),
             "diff": lambda a, _: diff.run(a, _catalog(a.signals)),
+            "explain": lambda a, _: _explain(a),
+            "import": lambda a, _: importer.run(a),
             "schema": lambda a, _: _schema(a),
         }
         code = commands[args.command](args, out)

@@ -176,7 +176,8 @@ class RecordingRule:
 class AlertRule:
     """An alerting rule; labels and annotations are final (Go-template safe) strings.
 
-    ``for_seconds`` is exact (0: no ``for``); the renderer writes it as ``5m``.
+    ``for_seconds`` is exact (0: no ``for``); the renderer writes it as ``5m``, and
+    ``keep_firing_for_seconds`` likewise (0: none, not written).
     """
 
     alert: str
@@ -185,6 +186,7 @@ class AlertRule:
     labels: tuple[tuple[str, str], ...]
     annotations: tuple[tuple[str, str], ...]
     origin: Origin
+    keep_firing_for_seconds: Decimal = Decimal(0)
 
 
 @dataclass(frozen=True)

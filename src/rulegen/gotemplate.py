@@ -2,7 +2,8 @@
 
 Why: generated promtool tests assert exact labels and annotations, so the generator must know
 what Prometheus will print. It understands only what rulegen writes (``$labels.X``,
-``$value | humanize*``, string literals) and refuses anything else rather than guess.
+``$labels``, ``$value | humanize*``, string literals) and refuses anything else rather than
+guess.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def expand(text: str, labels: Mapping[str, str], value: float) -> str:
             return body[1:-1]
         if body.startswith("$labels."):
             return labels.get(body[len("$labels.") :], "")
+        if body == "$labels":  # Go prints a map[string]string sorted by key
+            return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(labels.items())) + "]"
         parts = [p.strip() for p in body.split("|")]
         if parts[0] != "$value" or len(parts) > 2:
             raise UnsupportedTemplate(f"cannot predict template action {{{{ {body} }}}}")

@@ -8,11 +8,12 @@ after the per-file work, in file order.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rulegen import diagnostics as codes
 from rulegen.catalog import Catalog
@@ -21,6 +22,7 @@ from rulegen.fanout import fan_out
 from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
 from rulegen.routing.secrets import url_credentials
 from rulegen.service import ResolvedSpec, resolve_spec
+from rulegen.source.extends import Vocabulary, extend, is_defaults, looks_like_defaults
 from rulegen.source.loader import (
     LoadedDocument,
     LoadError,
@@ -31,11 +33,11 @@ from rulegen.source.loader import (
     read_source,
 )
 from rulegen.source.locate import pydantic_diagnostics
-from rulegen.spec.models import spec_model
+from rulegen.spec.models import CatalogAlert, CustomAlert, SLOSpec, SpecModel, spec_model
 
 __all__ = [
     "Combined", "Loaded", "LoadedFile", "SpecInputs", "combine", "discover", "display",
-    "load_inputs", "load_one", "load_specs", "read_user_test",
+    "load_inputs", "load_one", "load_specs", "read_user_test", "vocabulary",
 ]  # fmt: skip
 
 
@@ -55,17 +57,24 @@ def _broken_link(path: Path) -> bool:
 
 
 _BROKEN = "broken symbolic link (its target is missing or it loops)"
+_DEFAULTS_FILE = (
+    "a defaults file (defaults: and no service:) builds nothing by itself; "
+    "build the specs that extend it"
+)
 
 
 def discover(paths: Sequence[Path]) -> SpecInputs:
     """Spec files named directly, or every ``*.yaml``/``*.yml`` directly inside a folder.
 
     A broken symbolic link named on the command line is a usage error; one inside a folder is
-    skipped with a warning (never silently: it may be the spec someone meant to build).
+    skipped with a warning (never silently: it may be the spec someone meant to build). A
+    defaults file (``defaults:`` and no ``service:``, what specs ``extends:``) builds nothing:
+    skipped in a folder, skipped with a warning when named (a usage error when it is all).
     """
     specs: list[Path] = []
     user_tests: list[Path] = []
     warnings: list[str] = []
+    skipped: list[str] = []
     for path in paths:
         if _broken_link(path):
             raise UsageError(f"{display(path)}: {_BROKEN}")
@@ -74,7 +83,7 @@ def discover(paths: Sequence[Path]) -> SpecInputs:
             warnings.extend(
                 f"{display(p)}: skipped: {_BROKEN}" for p in candidates if _broken_link(p)
             )
-            found = [p for p in candidates if p.is_file()]
+            found = [p for p in candidates if p.is_file() and not looks_like_defaults(p)]
             if not found:
                 raise UsageError(
                     f"{display(path)}: no spec files (*.yaml, *.yml) in this directory"
@@ -85,10 +94,15 @@ def discover(paths: Sequence[Path]) -> SpecInputs:
                 user_tests.extend(
                     sorted(p for p in tests.iterdir() if p.suffix in (".yaml", ".yml"))
                 )
+        elif path.is_file() and looks_like_defaults(path):
+            skipped.append(display(path))
+            warnings.append(f"{display(path)}: skipped: {_DEFAULTS_FILE}")
         elif path.is_file():
             specs.append(path)
         else:
             raise UsageError(f"{display(path)}: no such file or directory")
+    if skipped and not specs:
+        raise UsageError(f"{', '.join(skipped)}: {_DEFAULTS_FILE}")
     return SpecInputs(tuple(dict.fromkeys(specs)), tuple(user_tests), tuple(warnings))
 
 
@@ -122,6 +136,8 @@ class Loaded:
 
     specs: list[ResolvedSpec]
     routing: LoadedRouting | None = None
+    # each spec's positions by its file, inherited values where they were written
+    positions: dict[str, Positions] = field(default_factory=dict)
 
 
 def load_specs(files: Sequence[Path], catalog: Catalog) -> list[ResolvedSpec]:
@@ -136,7 +152,8 @@ def load_inputs(files: Sequence[Path], catalog: Catalog) -> Loaded:
     if combined.diagnostics:
         raise SpecError(combined.diagnostics)
     specs = [found[i].resolved for i in combined.accepted]
-    return Loaded([s for s in specs if s is not None], combined.routing)
+    positions = {p.file: p for i in combined.accepted if (p := found[i].positions) is not None}
+    return Loaded([s for s in specs if s is not None], combined.routing, positions)
 
 
 @dataclass
@@ -149,6 +166,8 @@ class LoadedFile:
     positions: Positions | None = None
     resolved: ResolvedSpec | None = None
     resolve_problems: list[Diagnostic] = field(default_factory=list)
+    # the defaults files the spec extends, nearest first (its outputs come from them too)
+    extends: tuple[Path, ...] = ()
 
 
 def load_one(catalog: Catalog, path: Path) -> LoadedFile:
@@ -163,15 +182,51 @@ def load_one(catalog: Catalog, path: Path) -> LoadedFile:
         )
     if is_routing_file(doc.data):
         return LoadedFile(routing=doc)
+    if is_defaults(doc.data):  # named in a way discover() did not recognise
+        message = f"not a service spec: {_DEFAULTS_FILE}"
+        return LoadedFile([doc.positions.diag(("defaults",), message, key=True)])
+    extended = extend(doc, path, vocabulary(catalog))
+    if extended.problems:
+        return LoadedFile(extended.problems)
+    doc, extends = extended.doc, extended.files
     leaks = url_credentials(doc.data, doc.positions)
     if leaks:  # a runbook URL with a password would be copied into every alert
-        return LoadedFile(leaks)
+        return LoadedFile(leaks, extends=extends)
     try:
         spec = spec_model(catalog).model_validate(doc.data)
     except ValidationError as exc:
-        return LoadedFile(pydantic_diagnostics(exc, doc.positions, doc.data))
+        return LoadedFile(pydantic_diagnostics(exc, doc.positions, doc.data), extends=extends)
     resolved, problems = resolve_spec(spec, doc.positions, catalog)
-    return LoadedFile([], None, spec.service, doc.positions, resolved, list(problems))
+    return LoadedFile([], None, spec.service, doc.positions, resolved, list(problems), extends)
+
+
+_VOCABULARIES: weakref.WeakKeyDictionary[Catalog, Vocabulary] = weakref.WeakKeyDictionary()
+# Service-level keys that are not a default: the spec's identity and its entries.
+_NOT_DEFAULTS = frozenset(
+    {"version", "service", "alerts", "slos", "diagnoses", "recordings", "extends"}
+)
+# SLO keys that name or define one SLO.
+_PER_SLO = frozenset({"name", "sli", "description"})
+
+
+def vocabulary(catalog: Catalog) -> Vocabulary:
+    """What a defaults file may set for this catalog (read from the spec's models)."""
+    if catalog not in _VOCABULARIES:
+        catalog_alert = _keys(CatalogAlert)
+        alert = {
+            name: frozenset(catalog_alert | set(signal.params))
+            for name, signal in catalog.signals.items()
+        }
+        alert["custom"] = frozenset(_keys(CustomAlert))
+        _VOCABULARIES[catalog] = Vocabulary(
+            frozenset(_keys(SpecModel) - _NOT_DEFAULTS), frozenset(_keys(SLOSpec) - _PER_SLO), alert
+        )
+    return _VOCABULARIES[catalog]
+
+
+def _keys(model: type[BaseModel]) -> set[str]:
+    """A model's keys as a spec writes them (``for``, not ``for_``)."""
+    return {f.alias or name for name, f in model.model_fields.items()}
 
 
 @dataclass
@@ -208,4 +263,6 @@ def combine(files: Sequence[Path], found: Sequence[LoadedFile]) -> Combined:
         result.diagnostics.extend(loaded.resolve_problems)
         if not loaded.resolve_problems:
             result.accepted.append(index)
+    # a defaults file's own error comes once, however many specs extend it
+    result.diagnostics = list(dict.fromkeys(result.diagnostics))
     return result

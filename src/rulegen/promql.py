@@ -386,3 +386,55 @@ def re2_problem(pattern: str) -> str | None:
         if any(int(n) > 1000 for n in found.groups() if n):
             return f"invalid repeat count: `{found.group(0)}`"
     return None
+
+
+class UnknownName(ValueError):
+    """Whether the expression's result keeps a metric name cannot be told from its text."""
+
+
+# Functions whose result keeps its input's labels, ``__name__`` included (Prometheus 2.x).
+_NAME_KEEPING_FUNCTIONS = frozenset({"label_replace", "label_join", "sort", "sort_desc"})
+
+
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
+def kept_name(expr: str) -> str | None:
+    """The metric name (``__name__``) the series of ``expr``'s result keep, or ``None`` when
+    Prometheus 2.x drops it (arithmetic, aggregations, most functions); ``UnknownName`` when
+    the text cannot tell (``a or b``, a selector without a name).
+
+    Why: ``{{ $labels }}`` in an alert's annotation prints every label of the result,
+    ``__name__`` included when a filter comparison (``up == 0``) keeps it.
+    """
+    return _kept_name(promql_parser.parse(expr))
+
+
+def _kept_name(node: Any) -> str | None:
+    if isinstance(node, promql_parser.VectorSelector):
+        if not node.name:
+            raise UnknownName("a selector without a metric name")
+        return str(node.name)
+    if isinstance(node, promql_parser.ParenExpr):
+        return _kept_name(node.expr)
+    if isinstance(node, promql_parser.AggregateExpr):
+        op = str(node.op).lower()
+        return _kept_name(node.expr) if op in ("topk", "bottomk") else None
+    if isinstance(node, promql_parser.Call):
+        if node.func.name in _NAME_KEEPING_FUNCTIONS:
+            return _kept_name(node.args[0])
+        return None
+    if isinstance(node, promql_parser.BinaryExpr):
+        return _kept_name_binary(node)
+    return None
+
+
+def _kept_name_binary(node: Any) -> str | None:
+    """``and``/``unless`` and filter comparisons keep the vector side's name; the rest drop it."""
+    op = str(node.op)
+    if op == "or":
+        raise UnknownName("an 'or' returns series of either side")
+    if op in ("and", "unless"):
+        return _kept_name(node.lhs)
+    returns_bool = node.modifier is not None and bool(getattr(node.modifier, "return_bool", False))
+    if op in ("==", "!=", ">", "<", ">=", "<=") and not returns_bool:
+        return _kept_name(node.lhs if _type_of(node.lhs) == "vector" else node.rhs)
+    return None

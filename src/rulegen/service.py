@@ -1,9 +1,10 @@
 """The whole service spec → ``ResolvedSpec``: its own keys checked, then its alerts, SLOs and
 diagnoses resolved, each by its feature.
 
-Why: the spec-wide keys (intervals, selectors, labels, host label, targets) are read once
-here and handed to every feature as plain values, and what links the features is decided here
-too (the alerts a diagnosis explains carry its host label), so no feature imports another.
+Why: the spec-wide keys (intervals, selectors, labels, host label, targets, the user's own
+recordings and rule groups) are read once here and handed to every feature as plain values,
+and what links the features is decided here too (the alerts a diagnosis explains carry its
+host label), so no feature imports another.
 Every semantic error of the file is collected before giving up.
 """
 
@@ -16,7 +17,8 @@ from decimal import Decimal
 from typing import Any
 
 from rulegen import promql
-from rulegen.alerts.model import ResolvedAlert
+from rulegen.alerts.custom import resolve_groups, resolve_recordings
+from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
 from rulegen.alerts.resolve import recipe_labels, resolve_alerts
 from rulegen.catalog import Catalog
 from rulegen.diagnosis.model import ResolvedDiagnosis
@@ -49,6 +51,9 @@ class ResolvedSpec:
     retention: Decimal | None = None
     max_group_rules: int | None = None
     targets: TargetSettings = TargetSettings()
+    # the user's own recording rules, and the interval of each rule group named by ``group:``
+    recordings: tuple[ResolvedRecording, ...] = ()
+    groups: tuple[tuple[str, Decimal], ...] = ()
 
 
 def resolve_spec(
@@ -69,13 +74,15 @@ def resolve_spec(
         retention = duration(col, ("retention",), spec.retention, positive=True)
     if spec.runbook_url is not None and not re.match(r"^https?://\S+$", spec.runbook_url):
         col.error(("runbook_url",), f"must be an http(s) URL (got {spec.runbook_url!r})")
-    if not spec.alerts and not spec.slos and not spec.diagnoses:
-        col.error((), "a spec needs at least one entry in alerts, slos or diagnoses")
+    if not spec.alerts and not spec.slos and not spec.diagnoses and not spec.recordings:
+        col.error((), "a spec needs at least one entry in alerts, slos, diagnoses or recordings")
     _kubernetes_labels(col, spec.targets.operator.labels)
     _mimir_namespace(col, spec.targets.mimir.namespace)
     host_ok = _host_label(col, spec, catalog)
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
     alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog)
+    recordings = resolve_recordings(col, spec)
+    groups = resolve_groups(col, spec, intervals[0])
     slos: tuple[ResolvedSLO, ...] = ()
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     if evaluation is not None and scrape is not None:
@@ -93,7 +100,8 @@ def resolve_spec(
         alerts = [replace(a, host=host) if a.name in explained else a for a in alerts]
     resolved = ResolvedSpec(
         spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
-        spec.host_label, retention, spec.max_group_rules, spec.targets,
+        spec.host_label, retention, spec.max_group_rules, spec.targets, tuple(recordings),
+        groups,
     )  # fmt: skip
     return resolved, []
 

@@ -384,7 +384,8 @@ CASES: list[Case] = [
             service: web
             """,
         stderr=spec_errors(
-            "specs/web.yaml:1:1: a spec needs at least one entry in alerts, slos or diagnoses"
+            "specs/web.yaml:1:1: a spec needs at least one entry in alerts, slos, diagnoses or "
+            "recordings"
         ),
     ),
     Case(

@@ -238,3 +238,28 @@ def test_from_a_subfolder_paths_are_relative_to_it(repo: Path, cli: Cli) -> None
         "current: web.yaml:4:37: alerts[0].threshold: invalid duration 'fast' (expected a "
         "latency like 5ms, 500ms, 2s)",
     ]
+
+
+FLEET_SPEC = """\
+version: 1
+service: web
+extends: ../fleet/base.yaml
+alerts:
+  - {signal: disk_await, for: 5m, severity: warning}
+"""
+FLEET_BASE = "version: 1\nextends: root.yaml\ndefaults: {labels: {team: storage}}\n"
+FLEET_ROOT = "version: 1\ndefaults:\n  alerts: {disk_await: {threshold: 5ms}}\n"
+
+
+def test_defaults_files_are_read_at_the_revision_along_the_chain(in_tmp: Path, cli: Cli) -> None:
+    """A spec ``extends:`` a defaults file outside the spec folder, which extends another:
+    both are read from the revision, so an edit to the farthest one is the diff."""
+    git(in_tmp, "init", "-q", "-b", "main")
+    files = {"specs/web.yaml": FLEET_SPEC, "fleet/base.yaml": FLEET_BASE,
+             "fleet/root.yaml": FLEET_ROOT}  # fmt: skip
+    commit(in_tmp, files)
+    assert cli("diff", "specs").out == "no changes against HEAD: 1 alert unchanged in 1 service\n"
+    write_tree(in_tmp, {"fleet/root.yaml": FLEET_ROOT.replace("5ms", "8ms")})
+    result = cli("diff", "specs")
+    assert result.err == ""
+    assert "    threshold: 5ms → 8ms\n" in result.out

@@ -247,6 +247,34 @@ CASES = [
         """),
         "",
     ),
+    Case(
+        "custom/untested: a custom alert with no examples and no test of its own",
+        spec("""
+        alerts:
+          - {signal: custom, name: NodeDown, expr: 'up{job="node"} == 0', for: 5m,
+             severity: critical}
+        """),
+        "specs/web.yaml:6:5: [custom/untested] warning: NodeDown: a custom alert with no "
+        "examples and no promtool test of your own naming it: nothing shows when it fires; add "
+        "examples: (input series, fires_at, silent_at) or a test in specs/tests/\n",
+    ),
+    Case(
+        "custom/untested: a custom alert with examples is fine",
+        spec("""
+        alerts:
+          - signal: custom
+            name: NodeDown
+            expr: 'up{job="node"} == 0'
+            severity: critical
+            annotations: {summary: 'a node is down', runbook_url: 'https://runbooks/node'}
+            examples:
+              - series: [{series: 'up{job="node",instance="a"}', values: '1 0 0'}]
+                fires_at: [1m]
+                silent_at: [0s]
+                labels: {job: node, instance: a}
+        """),
+        "",
+    ),
 ]
 
 
@@ -256,6 +284,22 @@ def test_lint_check(case: Case, cli: Cli, in_tmp: Path) -> None:
     result = cli("lint")
     assert (result.out, result.code) == (case.out, case.code), result.err
     assert result.err == ""
+
+
+def test_custom_untested_counts_a_user_test_beside_the_specs(cli: Cli, in_tmp: Path) -> None:
+    case = next(c for c in CASES if c.id.startswith("custom/untested: a custom alert with no"))
+    test = """
+        rule_files: [../prometheus/web.rules.yml]
+        tests:
+          - input_series: []
+            alert_rule_test:
+              - {eval_time: 1m, alertname: NodeDown, exp_alerts: []}
+        """
+    write_tree(in_tmp, {"specs/web.yaml": case.spec, "specs/tests/node.test.yml": test})
+    assert (cli("lint").out, cli("lint", "specs/web.yaml").out) == ("", "")
+    other = test.replace("NodeDown", "NodeUp")
+    write_tree(in_tmp, {"specs/tests/node.test.yml": other})
+    assert cli("lint").out == case.out
 
 
 def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:

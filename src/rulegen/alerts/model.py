@@ -43,3 +43,40 @@ class ResolvedAlert:
     origin: Origin
     # Set when a diagnosis explains this alert: it then carries the host label it inhibits on.
     host: Host | None = None
+    # A custom alert's own: how long it keeps firing after its condition ends, the rule
+    # group it asks for (with where ``group:`` is written), and its examples.
+    keep_firing_for_seconds: Decimal = Decimal(0)
+    group: str | None = None
+    group_origin: Origin | None = None
+    examples: tuple[ResolvedExample, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedExample:
+    """A custom alert's example: input series, and the times it must fire and must not.
+
+    ``labels`` are the labels of the expression's result (what ``$labels`` shows; the alert
+    adds its own); ``value`` is the expression's value at ``fires_at`` when the annotations
+    print ``$value``.
+    """
+
+    series: tuple[tuple[str, str], ...]
+    interval_seconds: Decimal
+    fires_at: tuple[Decimal, ...]
+    silent_at: tuple[Decimal, ...]
+    labels: tuple[tuple[str, str], ...]
+    value: Decimal | None
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class ResolvedRecording:
+    """A user's own recording rule: the expression as written, its labels with ``service``,
+    and the rule group it asks for (``None``: the service's ``<service>-custom`` group)."""
+
+    record: str
+    expr: str
+    labels: tuple[tuple[str, str], ...]
+    group: str | None
+    origin: Origin
+    group_origin: Origin | None = None

@@ -18,6 +18,7 @@ from typing import Any
 import promql_parser
 
 from rulegen import promql, units
+from rulegen.alerts.custom import ExampleContext, examples, group_name, verbatim_annotations
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog import Catalog, SignalDef
 from rulegen.generated import Comparison, Expression, Operator, Recorded, Threshold, Verbatim
@@ -138,6 +139,7 @@ def _annotations(
 
 def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
     col, path = ctx.col, ctx.path
+    before = len(col.diagnostics)
     error = promql.check_syntax(alert.expr)
     if error is not None:
         col.error((*path, "expr"), f"invalid PromQL: {error}")
@@ -146,19 +148,35 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
         col.error((*path, "expr"), error)
     for_text = alert.for_ if alert.for_ is not None else "0s"
     for_seconds = duration(col, (*path, "for"), for_text, most=MAX_FOR)
+    keep: Decimal | None = Decimal(0)
+    if alert.keep_firing_for is not None:
+        keep = duration(col, (*path, "keep_firing_for"), alert.keep_firing_for, most=MAX_FOR)
     labels = _final_labels(ctx, alert)
-    values = {"alert": ctx.name, "service": ctx.spec.service, "for": str(for_text)}
-    defaults = (
-        go_escape(f"{ctx.name} is firing"),
-        go_escape(f"{ctx.name} ({ctx.spec.service}): ") + "{{ $labels }} value {{ $value }}",
-    )
-    annotations = _annotations(ctx, alert, defaults, values, "raw")
-    if error is not None or for_seconds is None:
+    if alert.annotations is not None:
+        annotations = verbatim_annotations(col, path, alert)
+    else:
+        values = {"alert": ctx.name, "service": ctx.spec.service, "for": str(for_text)}
+        defaults = (
+            go_escape(f"{ctx.name} is firing"),
+            go_escape(f"{ctx.name} ({ctx.spec.service}): ") + "{{ $labels }} value {{ $value }}",
+        )
+        annotations = _annotations(ctx, alert, defaults, values, "raw")
+    group = group_name(col, (*path, "group"), alert.group)
+    if error is not None or for_seconds is None or keep is None or len(col.diagnostics) > before:
         return None
     expr = " ".join(alert.expr.split()) if "\n" not in alert.expr.strip() else alert.expr.strip()
+    context = ExampleContext(
+        col, path, alert, expr, for_seconds, annotations, ctx.evaluation, ctx.scrape
+    )
+    found = examples(context)
+    if found is None:
+        return None
     return ResolvedAlert(
         ctx.name, None, alert.severity, Decimal(0), for_seconds, None, Decimal(0), {}, (),
         expr, None, Verbatim(expr, _reading(expr)), labels, annotations, col.origin(path),
+        keep_firing_for_seconds=keep, group=group,
+        group_origin=col.origin((*path, "group")) if group is not None else None,
+        examples=found,
     )  # fmt: skip
 
 

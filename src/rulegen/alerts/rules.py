@@ -13,7 +13,7 @@ from dataclasses import replace
 from decimal import Decimal
 
 from rulegen import promql
-from rulegen.alerts.model import ResolvedAlert
+from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
 from rulegen.generated import (
     AlertRule,
     Comparison,
@@ -34,27 +34,81 @@ def build_groups(
     evaluation: Decimal,
     family_order: tuple[str, ...],
     max_group_rules: int | None = None,
+    recordings: tuple[ResolvedRecording, ...] = (),
+    intervals: tuple[tuple[str, Decimal], ...] = (),
 ) -> tuple[RuleGroup, ...]:
     """Group a service's alert rules by signal family: recordings first, then the alerts that
-    read them; a family past ``max_group_rules`` rules is split."""
+    read them; a family past ``max_group_rules`` rules is split. The user's own recordings
+    join the custom alerts' group; rules that name a ``group`` go to that group (after the
+    families), whose interval is in ``intervals`` (else ``evaluation``)."""
+    named = [a for a in alerts if a.group is not None]
+    alerts = tuple(a for a in alerts if a.group is None)
     by_family: dict[str, list[ResolvedAlert]] = {}
     for alert in alerts:
         by_family.setdefault(alert.signal.family if alert.signal else "custom", []).append(alert)
-    order = [f for f in (*family_order, "custom") if f in by_family]
+    own = tuple(r for r in recordings if r.group is None)
+    order = [f for f in (*family_order, "custom") if f in by_family or (f == "custom" and own)]
     records = record_names(alerts)
     groups: list[RuleGroup] = []
     for family in order:
         family_units: dict[str, _Unit] = {}
-        for alert in by_family[family]:
+        if family == "custom" and own:
+            _user_unit(family_units, own, by_family.get("custom", []))
+        for alert in by_family.get(family, []):
             key, recording, rule = _rules_of(service, alert, records)
             _unit_of(family_units, key, recording)[1].append(rule)
         name = f"{service}-{family}"
-        for index, chunk in enumerate(_pack(list(family_units.values()), max_group_rules)):
+        unique = list({id(u): u for u in family_units.values()}.values())  # a shared unit once
+        for index, chunk in enumerate(_pack(unique, max_group_rules)):
             suffix = f"-{index + 1}" if index else ""
-            recordings = [r for unit in chunk for r in unit[0]]
+            recordings_ = [r for unit in chunk for r in unit[0]]
             rules = [a for unit in chunk for a in unit[1]]
-            groups.append(RuleGroup(name + suffix, evaluation, (*recordings, *rules)))
-    return tuple(groups)
+            groups.append(RuleGroup(name + suffix, evaluation, (*recordings_, *rules)))
+    return (*groups, *_named_groups(service, named, recordings, intervals, evaluation))
+
+
+def _recording(recording: ResolvedRecording) -> RecordingRule:
+    return RecordingRule(recording.record, recording.expr, recording.labels, recording.origin)
+
+
+def _user_unit(
+    units: dict[str, _Unit], recordings: tuple[ResolvedRecording, ...], alerts: list[ResolvedAlert]
+) -> None:
+    """The user's recordings of the custom group, and every custom alert that reads one of
+    them, as one unit (``max_group_rules`` never separates them); the others stay alone."""
+    names = {r.record for r in recordings}
+    unit: _Unit = ([_recording(r) for r in recordings], [])
+    units["user-recordings"] = unit
+    for alert in alerts:
+        if names & {name for name, _ in promql.selectors(alert.quantity)}:
+            units[f"alert:{alert.name}"] = unit
+
+
+def _named_groups(
+    service: str,
+    alerts: list[ResolvedAlert],
+    recordings: tuple[ResolvedRecording, ...],
+    intervals: tuple[tuple[str, Decimal], ...],
+    evaluation: Decimal,
+) -> list[RuleGroup]:
+    """The groups named by ``group:``: in the order of the spec's ``groups:``, then of first
+    mention (recordings, then alerts); in each, its recordings, then its alerts, as written."""
+    interval = dict(intervals)
+    names = list(
+        dict.fromkeys(
+            [
+                *interval,
+                *(r.group for r in recordings if r.group is not None),
+                *(a.group for a in alerts if a.group is not None),
+            ]
+        )
+    )
+    out = []
+    for name in names:
+        own = [_recording(r) for r in recordings if r.group == name]
+        rules = [_rules_of(service, a, {})[2] for a in alerts if a.group == name]
+        out.append(RuleGroup(name, interval.get(name, evaluation), (*own, *rules)))
+    return out
 
 
 def _rules_of(
@@ -77,8 +131,9 @@ def _rules_of(
     if alert.host is not None and alert.host.derived:
         condition = HostFromInstance(condition)
     rule = AlertRule(
-        alert.name, condition, alert.for_seconds, alert.labels, alert.annotations, alert.origin
-    )
+        alert.name, condition, alert.for_seconds, alert.labels, alert.annotations, alert.origin,
+        alert.keep_firing_for_seconds,
+    )  # fmt: skip
     return key, recording, rule
 
 

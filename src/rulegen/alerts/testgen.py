@@ -21,7 +21,8 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from rulegen import gotemplate, promql, units
-from rulegen.alerts.model import ResolvedAlert
+from rulegen.alerts.custom import template_labels
+from rulegen.alerts.model import ResolvedAlert, ResolvedExample
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
 from rulegen.diagnostics import SPEC_TEST
 from rulegen.errors import Diagnostic, SpecError
@@ -47,11 +48,15 @@ class _Scenario:
 def build_tests(
     alerts: tuple[ResolvedAlert, ...], evaluation: Decimal, scrape: Decimal, host_label: str | None
 ) -> tuple[TestCase, ...]:
-    """One promtool test case per catalog alert of a spec; errors name the alert."""
-    cases = []
+    """One promtool test case per catalog alert of a spec, and one per example of a custom
+    alert; errors name the alert."""
+    cases: list[TestCase] = []
     failures: list[Diagnostic] = []
     for alert in alerts:
         if alert.signal is None:
+            cases.extend(
+                example_test(alert, i, e, evaluation) for i, e in enumerate(alert.examples)
+            )
             continue
         try:
             cases.append(alert_test(alert, evaluation, scrape, host_label))
@@ -533,3 +538,41 @@ def _checks(
         )
     )
     return tuple(checks), tuple(exprs)
+
+
+# --- examples of custom alerts ----------------------------------------------------------------
+
+
+def example_test(
+    alert: ResolvedAlert, index: int, example: ResolvedExample, evaluation: Decimal
+) -> TestCase:
+    """A custom alert's example as a promtool test: at each ``fires_at`` exactly one alert of
+    its name fires, with the example's result labels and the rule's own, and its annotations
+    as Prometheus expands them (``$labels`` are the result's, ``__name__`` included when the
+    expression keeps it); at each ``silent_at`` none fires.
+
+    Why the rule's text is never read here beyond its name: the example is the user's word
+    on what the expression does, so a wrong expression fails the test.
+    """
+    series_labels = template_labels(alert.quantity, example.labels)
+    value = float(example.value) if example.value is not None else math.nan
+    labels = dict(example.labels)
+    for name, text in alert.labels:
+        labels[name] = gotemplate.expand(text, series_labels, value)
+    annotations = tuple(
+        (k, gotemplate.expand(v, series_labels, value)) for k, v in alert.annotations
+    )
+    expected = ExpectedAlert(tuple(sorted(labels.items())), annotations)
+    at = units.format_duration
+    times = sorted([(t, True) for t in example.fires_at] + [(t, False) for t in example.silent_at])
+    checks = tuple(
+        AlertCheck(
+            at(t), alert.name, (expected,) if fires else (),
+            f"examples[{index}]: " + ("fires" if fires else "silent") + f" at {at(t)}",
+        )
+        for t, fires in times
+    )  # fmt: skip
+    series = tuple(InputSeries(name, values) for name, values in example.series)
+    last = max((t for t, _ in times), default=Decimal(0))
+    name = f"{alert.name}: examples[{index}]"
+    return TestCase(name, example.interval_seconds, series, checks, (), int(last / evaluation) + 1)

@@ -24,10 +24,9 @@ from rulegen.render.prometheus import condition_promql
 class Target:
     """One alerting rule as the replay needs it (times in ms).
 
-    ``keep_firing_for_ms`` is 0 for rulegen's rules (the model has no ``keep_firing_for``);
-    the replay supports it for rules built by other means. ``comparison`` is the rule's one
-    ``quantity op threshold`` from the typed model (``None`` for a compound condition): what
-    ``--suggest`` moves.
+    ``keep_firing_for_ms`` is a custom alert's ``keep_firing_for`` (0 for every other rule).
+    ``comparison`` is the rule's one ``quantity op threshold`` from the typed model (``None``
+    for a compound condition): what ``--suggest`` moves.
     """
 
     alert: str
@@ -47,7 +46,8 @@ def _ms(seconds: Decimal) -> int:
 def _target(group: RuleGroup, rule: AlertRule) -> Target:
     return Target(
         rule.alert, group.name, condition_promql(rule.condition), _ms(rule.for_seconds),
-        _ms(group.interval_seconds), rule.labels, comparison=comparison_of(rule.condition),
+        _ms(group.interval_seconds), rule.labels, _ms(rule.keep_firing_for_seconds),
+        comparison=comparison_of(rule.condition),
     )  # fmt: skip
 
 

@@ -230,6 +230,31 @@ class Checkout:
                 if entry is not None and entry.kind == "blob":
                     self._copy([entry])
 
+    def copy_defaults(self, specs: Sequence[str]) -> None:
+        """The defaults files the specs ``extends:`` (relative to each), and theirs in turn,
+        when they are in the repository: a build reads them with the specs
+        (docs/fleets.md). A file that cannot be read is left to the build to report."""
+        todo, seen = list(specs), set(specs)
+        while todo:
+            name = todo.pop()
+            if b"extends" not in self.place(name).read_bytes()[: MAX_BYTES + 1]:
+                continue
+            try:
+                data = load_file(self.place(name), name).data
+            except LoadError:
+                continue
+            base = data.get("extends") if isinstance(data, dict) else None
+            if not (isinstance(base, str) and base):
+                continue
+            target = _inside(posixpath.join(posixpath.dirname(name), base))
+            entry = self.repository.entry(target) if target else None
+            if target is None or entry is None or entry.kind != "blob" or target in seen:
+                continue
+            seen.add(target)
+            self._copy([entry])
+            if target in self.written:
+                todo.append(target)
+
     def _copy(self, entries: Sequence[Entry]) -> None:
         """Write regular files, and links replaced by what they name; skip the rest."""
         todo: list[tuple[Entry, Entry]] = []  # (where it goes, what it holds)

@@ -142,6 +142,7 @@ def git_version(
         if checkout.copy_specs(name):
             roots.append(checkout.place(name))
     checkout.copy_routing_bases(sorted(checkout.written))
+    checkout.copy_defaults(sorted(checkout.written))
     chosen = _folders(repository, checkout, folders)
     with errors_of(checkout.label, checkout.shown):
         catalog = load_catalog(chosen)

@@ -15,7 +15,7 @@ from rulegen.errors import Diagnostic, SpecError, UsageError
 from rulegen.lint.check import TIMEOUT, Check, Scope, Server
 from rulegen.lint.registry import BY_ID, CHECKS
 from rulegen.lint.suppress import Suppressions, scan, unknown
-from rulegen.load import display, load_inputs
+from rulegen.load import display, load_inputs, read_user_test
 from rulegen.source.fields import Collector
 from rulegen.source.loader import LoadError, Positions, load_text, read_source
 
@@ -29,10 +29,13 @@ def lint(
     *,
     timeout: float = TIMEOUT,
     disable: Collection[str] = (),
+    user_tests: Sequence[Path] | None = None,
 ) -> list[Diagnostic]:
     """Every finding on the spec files, in file order (``SpecError`` if a spec does not even
     build, or a disable comment names no check); with ``prometheus``, the online checks too
-    (each request ends within ``timeout`` seconds). The checks in ``disable`` do not run."""
+    (each request ends within ``timeout`` seconds). The checks in ``disable`` do not run.
+    ``user_tests`` are the user's promtool tests (default: those in the ``tests/`` folder
+    beside each spec file, where ``build`` finds them)."""
     bad = unknown(sorted(disable), BY_ID)
     if bad:
         raise UsageError(_unknown_message(bad))
@@ -43,7 +46,8 @@ def lint(
         name = display(path)
         try:
             text = read_source(path, name)
-            positions = load_text(text, name).positions
+            # a spec's own positions, with those of the values it inherits (extends:)
+            positions = loaded.positions.get(name) or load_text(text, name).positions
         except LoadError as exc:  # it changed since it was loaded
             raise SpecError([exc.diagnostic]) from None
         suppressions, wrong = scan(name, text, BY_ID)
@@ -56,14 +60,33 @@ def lint(
     for check in checks:
         if server is not None and check.prepare is not None:
             check.prepare(server)
+    tested = _tested_alerts(files if user_tests is None else None, user_tests or ())
     findings: list[Diagnostic] = []
     for spec in loaded.specs:
         positions, suppressions = sources[spec.source]
         collector = Collector(positions)
         for check in checks:
-            check.run(Scope(check, spec, collector, server))
+            check.run(Scope(check, spec, collector, server, tested))
         findings += [d for d in collector.diagnostics if not suppressions.silences(d, positions)]
     return sorted(findings, key=Diagnostic.sort_key)
+
+
+def _tested_alerts(specs: Sequence[Path] | None, user_tests: Sequence[Path]) -> frozenset[str]:
+    """Every ``alertname`` an ``alert_rule_test`` of the user's promtool tests checks (the
+    tests are those given, or, for ``specs``, the ``*.yml``/``*.yaml`` in ``tests/`` beside
+    each spec file)."""
+    paths = list(user_tests)
+    for folder in dict.fromkeys(p.parent / "tests" for p in specs or ()):
+        if folder.is_dir():
+            paths += sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
+    names: set[str] = set()
+    for path in dict.fromkeys(paths):
+        data = load_text(read_user_test(path), display(path)).data
+        for case in data.get("tests") or () if isinstance(data, dict) else ():
+            for check in case.get("alert_rule_test") or () if isinstance(case, dict) else ():
+                if isinstance(check, dict) and isinstance(check.get("alertname"), str):
+                    names.add(check["alertname"])
+    return frozenset(names)
 
 
 def _unknown_message(ids: Sequence[str]) -> str:

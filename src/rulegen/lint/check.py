@@ -78,6 +78,8 @@ class Scope:
     spec: ResolvedSpec
     collector: Collector
     server: Server | None = field(default=None)
+    # the alert names the user's own promtool tests (``specs/tests/``) check
+    tested: frozenset[str] = field(default=frozenset())
 
     @property
     def positions(self) -> Positions:

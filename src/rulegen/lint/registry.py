@@ -9,6 +9,7 @@ from __future__ import annotations
 from rulegen.lint.check import Check
 from rulegen.lint.checks import (
     annotation_runbook,
+    custom_untested,
     for_too_short,
     for_unreachable,
     label_conflict,
@@ -30,6 +31,7 @@ CHECKS: tuple[Check, ...] = (
     annotation_runbook.CHECK,
     label_severity.CHECK,
     label_conflict.CHECK,
+    custom_untested.CHECK,
     series_missing.CHECK,
     series_speed_missing.CHECK,
     scrape_interval.CHECK,

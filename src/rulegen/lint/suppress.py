@@ -31,8 +31,13 @@ class Suppressions:
         SLO, diagnosis …) its field lies in, disables the finding's check."""
         if not self.by_line:
             return False
-        lines = {finding.line}
-        lines.update(positions.at(entry)[0] for entry in finding.path.entries())
+        # only lines of this file: a value inherited from a defaults file has its lines there
+        lines = {finding.line} if finding.file == self.file else set()
+        lines.update(
+            positions.at(entry)[0]
+            for entry in finding.path.entries()
+            if positions.written_in(entry) == self.file
+        )
         return any(finding.code in self.by_line.get(line, ()) for line in lines)
 
 

@@ -44,6 +44,8 @@ def _group(group: RuleGroup) -> dict[str, Any]:
             data: dict[str, Any] = {"alert": rule.alert, "expr": condition_promql(rule.condition)}
             if rule.for_seconds:
                 data["for"] = units.format_duration(rule.for_seconds)
+            if rule.keep_firing_for_seconds:
+                data["keep_firing_for"] = units.format_duration(rule.keep_firing_for_seconds)
             data["labels"] = dict(rule.labels)
             data["annotations"] = dict(rule.annotations)
         else:

@@ -32,11 +32,9 @@ class Collector:
 
     def add(self, path: Where, message: str, code: str, severity: Severity, hint: str = "") -> None:
         """A problem of any code and severity at ``path`` (a lint finding)."""
-        line, col = self.positions.at(path)
+        file, line, col, text = self.positions.place(path, message)
         self.diagnostics.append(
-            Diagnostic(
-                self.positions.file, line, col, FieldPath.of(path), message, code, severity, hint
-            )
+            Diagnostic(file, line, col, FieldPath.of(path), text, code, severity, hint)
         )
 
     def field(self, base: Where, key: str | int) -> FieldPath:

@@ -33,11 +33,18 @@ MAX_DEPTH = 64
 
 @dataclass
 class Positions:
-    """Maps a field path (``("alerts", 0, "threshold")``) to its 1-based (line, col)."""
+    """Maps a field path (``("alerts", 0, "threshold")``) to its 1-based (line, col).
+
+    A spec that ``extends:`` defaults files holds values written elsewhere: ``sources`` maps
+    the path of each such value (and of each whole mapping or list taken over) to the file it
+    was written in and its path there; its line and column are that file's. A diagnostic of
+    such a value names that file and says which spec inherited it.
+    """
 
     file: str
     values: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     keys: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    sources: dict[PathKey, tuple[str, PathKey]] = field(default_factory=dict)
 
     def has(self, path: Where) -> bool:
         """Whether the file itself has a value at ``path`` (a default has none)."""
@@ -45,27 +52,51 @@ class Positions:
 
     def at(self, path: Where, *, key: bool = False) -> tuple[int, int]:
         """The position of ``path``, or of its nearest ancestor that exists in the file."""
+        return self._found(path, key=key)[1]
+
+    def _found(self, path: Where, *, key: bool = False) -> tuple[PathKey, tuple[int, int]]:
+        """The path that has a position (``path`` or its nearest ancestor), and the position."""
         table = self.keys if key else self.values
         probe = tuple(path)
         while probe:
             if probe in table:
-                return table[probe]
+                return probe, table[probe]
             if probe in self.values:
-                return self.values[probe]
+                return probe, self.values[probe]
             probe = probe[:-1]
-        return self.values.get((), (1, 1))
+        return (), self.values.get((), (1, 1))
+
+    def written_in(self, path: Where) -> str:
+        """The file the value at ``path`` (or its nearest ancestor) was written in."""
+        found = self._found(path)[0]
+        return self.sources[found][0] if found in self.sources else self.file
+
+    def place(self, path: Where, message: str, *, key: bool = False) -> tuple[str, int, int, str]:
+        """Where a message about ``path`` goes: file, line, column, and the message, which
+        for an inherited value also says which spec got it and from which field."""
+        found, (line, col) = self._found(path, key=key)
+        if found not in self.sources:
+            return self.file, line, col, message
+        file, written = self.sources[found]
+        return file, line, col, f"{message} ({self._via(written)})"
+
+    def _via(self, written: PathKey) -> str:
+        return f"inherited by {self.file} from {FieldPath.of(written)}"
 
     def diag(
         self, path: Where, message: str, *, key: bool = False, code: str = codes.SPEC_VALUE
     ) -> Diagnostic:
         """A diagnostic located at ``path`` (at its key, with ``key``)."""
-        line, col = self.at(path, key=key)
-        return Diagnostic(self.file, line, col, FieldPath.of(path), message, code)
+        file, line, col, text = self.place(path, message, key=key)
+        return Diagnostic(file, line, col, FieldPath.of(path), text, code)
 
     def origin(self, path: Where) -> Origin:
         """The position of ``path``, kept by what is resolved from it."""
-        line, col = self.at(path)
-        return Origin(self.file, line, col, FieldPath.of(path))
+        found, (line, col) = self._found(path)
+        if found not in self.sources:
+            return Origin(self.file, line, col, FieldPath.of(path))
+        file, written = self.sources[found]
+        return Origin(file, line, col, FieldPath.of(path), self._via(written))
 
 
 @dataclass(frozen=True)
@@ -81,6 +112,8 @@ class Origin:
     line: int
     col: int
     path: FieldPath
+    # for a value a spec inherited from a defaults file (``file``): which spec, from where
+    via: str = ""
 
     def where(self) -> str:
         """``FILE:LINE:COL``."""
@@ -91,7 +124,8 @@ class Origin:
     ) -> Diagnostic:
         """A problem of what came from here (at ``path`` below it, shown instead)."""
         shown = self.path if path is None else path
-        return Diagnostic(self.file, self.line, self.col, shown, message, code)
+        text = f"{message} ({self.via})" if self.via else message
+        return Diagnostic(self.file, self.line, self.col, shown, text, code)
 
 
 @dataclass

@@ -44,12 +44,49 @@ class CatalogAlert(AlertBase):
     matchers: str | None = None
 
 
+class ExampleSeries(SpecBase):
+    """One input series of a custom alert's example, in promtool's expanding notation."""
+
+    series: str
+    values: str
+
+
+class CustomExample(SpecBase):
+    """Input series and the times a custom alert must fire (and must not) on them."""
+
+    series: Annotated[list[ExampleSeries], Field(min_length=1)]
+    fires_at: list[Duration] = []
+    silent_at: list[Duration] = []
+    labels: dict[str, str] = {}
+    value: Scalar = None
+    interval: Duration = None
+
+
 class CustomAlert(AlertBase):
     """An alert on a user-written PromQL expression."""
 
     signal: Literal["custom"]
     name: str = Field(pattern=ALERT_NAME)
     expr: str
+    annotations: dict[str, str] | None = None
+    keep_firing_for: Duration = None
+    group: str | None = None
+    examples: Annotated[list[CustomExample], Field(min_length=1)] | None = None
+
+
+class RecordingSpec(SpecBase):
+    """A user's own recording rule, written out as given (plus the ``service`` label)."""
+
+    record: str
+    expr: str
+    labels: dict[str, str] = {}
+    group: str | None = None
+
+
+class GroupSpec(SpecBase):
+    """A rule group named by ``group:`` on custom alerts and recordings."""
+
+    interval: Duration = None
 
 
 class RatioSLI(SpecBase):
@@ -178,6 +215,11 @@ class SpecModel(SpecBase):
     max_group_rules: int | None = Field(default=None, ge=2)
     targets: TargetSettings = TargetSettings()
     diagnoses: Annotated[list[DiagnosisSpec], Field(min_length=1)] | None = None
+    # A defaults file this spec inherits from (docs/fleets.md). The loader merges the chain
+    # and removes the key before validation; it is here so editors' schema knows it.
+    extends: str | None = None
+    recordings: Annotated[list[RecordingSpec], Field(min_length=1)] | None = None
+    groups: dict[str, GroupSpec] = {}
 
 
 _MODELS: weakref.WeakKeyDictionary[Catalog, type[SpecModel]] = weakref.WeakKeyDictionary()

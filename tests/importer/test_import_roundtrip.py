@@ -1,0 +1,179 @@
+"""The proof of ``rulegen import prometheus``: the imported spec builds into the rules it came
+from, rule for rule (expressions compared as parsed PromQL, durations as milliseconds, labels
+up to the ``service`` label rulegen adds), and the moved promtool tests pass on the build."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import promql_parser
+import pytest
+import yaml
+from conftest import promtool_test, run_rulegen, write_tree
+
+from rulegen import units
+from rulegen.build import build
+from rulegen.catalog import load_catalog
+from rulegen.importer.model import ImportOptions, ImportResult
+from rulegen.importer.prometheus import import_files
+from rulegen.importer.writer import header, render_spec
+from rulegen.load import discover
+
+DATA = Path(__file__).parent / "data"
+Key = tuple[str, str, str, int]  # group, alert|record, name, n-th of that name in the group
+
+
+def _ms(value: Any) -> int:
+    return 0 if value in (None, 0, "0") else int(units.parse_duration(str(value)) * 1000)
+
+
+def _rules(groups: Iterable[dict[str, Any]]) -> tuple[dict[Key, dict[str, Any]], dict[str, int]]:
+    """Every rule by its key, normalised; and each group's interval (ms, where written)."""
+    rules: dict[Key, dict[str, Any]] = {}
+    intervals: dict[str, int] = {}
+    for group in groups:
+        if "interval" in group:
+            intervals[group["name"]] = _ms(group["interval"])
+        seen: Counter[tuple[str, str]] = Counter()
+        for rule in group["rules"]:
+            kind = "alert" if "alert" in rule else "record"
+            name = rule[kind]
+            key = (group["name"], kind, name, seen[(kind, name)])
+            seen[(kind, name)] += 1
+            rules[key] = {
+                "expr": promql_parser.parse(str(rule["expr"])).prettify(),
+                "for": _ms(rule.get("for")),
+                "keep_firing_for": _ms(rule.get("keep_firing_for")),
+                "labels": {**group.get("labels", {}), **rule.get("labels", {})},
+                "annotations": rule.get("annotations", {}),
+            }
+    return rules, intervals
+
+
+def _original(paths: Iterable[Path]) -> tuple[dict[Key, dict[str, Any]], dict[str, int]]:
+    groups: list[dict[str, Any]] = []
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            groups.extend(doc["spec"]["groups"] if "spec" in doc else doc["groups"])
+    return _rules(groups)
+
+
+def _import_and_build(
+    root: Path, paths: list[Path], options: ImportOptions
+) -> tuple[ImportResult, dict[str, Any]]:
+    """Import, write the specs and moved tests into ``root/specs``, build them in memory."""
+    result = import_files(paths, options)
+    for service in result.services:
+        text = header("prometheus", service.sources) + render_spec(service)
+        write_tree(root, {f"specs/{service.service}.yaml": text})
+    for test in result.user_tests:
+        write_tree(root, {f"specs/tests/{test.name}": test.text})
+    built = build(discover([root / "specs"]), load_catalog([]))
+    return result, {
+        name: yaml.safe_load(text)
+        for name, text in built.files.items()
+        if name.startswith("prometheus/")
+    }
+
+
+CASES = [
+    ("awesome-prometheus-alerts node-exporter", ["node-exporter.yml"], ImportOptions(),
+     {("NodeExporter", "alert", "HostCpuIsUnderutilized", 0)}),
+    ("kubernetes-mixin style rules", ["mixin/prometheus_alerts.yaml",
+     "mixin/prometheus_rules.yaml"], ImportOptions("kube"), set()),
+    ("sloth kubernetes-apiserver: the second alert of each name is refused",
+     ["sloth/kubernetes-apiserver.yml"], ImportOptions(),
+     {("sloth-slo-alerts-k8s-apiserver-requests-availability", "alert",
+       "K8sApiserverAvailabilityAlert", 1),
+      ("sloth-slo-alerts-k8s-apiserver-requests-latency", "alert", "K8sApiserverLatencyAlert", 1)}),
+    ("sloth getting-started: severities pageteam and slack are refused",
+     ["sloth/getting-started.yml"], ImportOptions(),
+     {("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 0),
+      ("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 1)}),
+    ("sloth PrometheusRule (k8s-getting-started)", ["sloth/k8s-getting-started.yml"],
+     ImportOptions(),
+     {("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 0),
+      ("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 1)}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("files", "options", "refused"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_the_imported_spec_builds_into_the_original_rules(
+    tmp_path: Path, files: list[str], options: ImportOptions, refused: set[Key]
+) -> None:
+    paths = [DATA / f for f in files]
+    result, built = _import_and_build(tmp_path, paths, options)
+    assert len(result.refused) == len(refused)
+    (service,) = result.services
+    original, intervals = _original(paths)
+    generated, generated_intervals = _rules(g for f in built.values() for g in f["groups"])
+    for rule in generated.values():
+        assert rule["labels"].pop("service") == service.service
+    assert generated == {k: v for k, v in original.items() if k not in refused}
+    assert {g: generated_intervals[g] for g in intervals} == intervals
+
+
+def test_group_labels_keep_firing_for_and_a_severity_from_the_command_line_round_trip(
+    tmp_path: Path,
+) -> None:
+    write_tree(tmp_path, {"in/rules.yml": """
+        groups:
+        - name: api
+          interval: 1m
+          labels: {team: web}
+          rules:
+          - record: job:http_requests:rate5m
+            expr: sum by (job) (rate(http_requests_total[5m]))
+          - alert: HighErrors
+            expr: |
+              sum by (job) (rate(http_errors_total[5m]))
+                / sum by (job) (rate(http_requests_total[5m])) > 0.05
+            for: 10m
+            keep_firing_for: 5m
+            labels: {team: api, severity: critical}
+            annotations:
+              summary: '{{ $labels.job }} errors at {{ $value | humanizePercentage }}'
+              description: "{{ with query \\"up\\" }}{{ . | first | value }}{{ end }}"
+          - alert: NodeDown
+            expr: up{job="node"} == 0
+    """})  # fmt: skip
+    paths = [tmp_path / "in/rules.yml"]
+    _, built = _import_and_build(tmp_path, paths, ImportOptions("web", "info"))
+    original, intervals = _original(paths)
+    generated, generated_intervals = _rules(g for f in built.values() for g in f["groups"])
+    original[("api", "alert", "NodeDown", 0)]["labels"]["severity"] = "info"
+    for rule in generated.values():
+        assert rule["labels"].pop("service") == "web"
+    assert generated == original
+    assert generated_intervals == intervals
+
+
+@pytest.mark.slow
+def test_the_moved_promtool_tests_pass_on_the_originals_and_on_the_build(tmp_path: Path) -> None:
+    tests = sorted((DATA / "mixin/tests").glob("*.yaml"))
+    for test in tests:
+        assert promtool_test(test).returncode == 0, test
+    shutil.copytree(DATA, tmp_path / "in")
+    inputs = [f"in/mixin/{n}" for n in ("prometheus_alerts.yaml", "prometheus_rules.yaml")]
+    moved = [f"in/mixin/tests/{t.name}" for t in tests]
+    got = run_rulegen("import", "prometheus", *inputs, *moved, "--service", "kube", "-o",
+                      "specs", cwd=tmp_path)  # fmt: skip
+    assert got.code == 0, got.err
+    assert "  test: tests/absent_alert-test.yaml (from in/mixin/tests/absent_alert-test.yaml)" in (
+        got.err.splitlines()
+    )
+    # (sloth's getting-started.yml is k8s-getting-started.yml's rules again: same group names)
+    others = ["in/node-exporter.yml", *(f"in/sloth/{n}" for n in (
+        "k8s-getting-started.yml", "kubernetes-apiserver.yml"))]  # fmt: skip
+    for path in others:
+        got = run_rulegen("import", "prometheus", path, "-o", "specs", cwd=tmp_path)
+        assert got.code == 1, got.err  # each refuses something, see above
+    built = run_rulegen("build", "specs", cwd=tmp_path)
+    assert built.code == 0, built.err
+    assert "promtool test rules: 2 file(s) passed" in built.out

@@ -1,0 +1,325 @@
+"""The issue's proof: an imported SLO pages at least as early as the tool it came from on a total
+outage, and never pages on a burn its source would not page on.
+
+One promtool test file loads BOTH rule sets, the source tool's and rulegen's (built in memory
+from the imported spec), on the same series, and checks the ``ALERTS`` series each writes:
+
+- **Sloth**: the tool's own generated rules (``../shared/anchors/sloth/_gen/``).
+- **Pyrra**: its repository holds no generated rule files, so its rules are written here from
+  its generator (``slo/rules.go`` at the anchors' commit: a burn-rate recording
+  ``sum(rate(errors[w])) / sum(rate(total[w]))`` for each window of ``Windows(28d)``, and one
+  alert per window, ``short > factor * (1-target) and long > factor * (1-target)`` with its
+  ``for``).
+
+``T_src``, the first evaluation at which the source pages (in its best case: its recording
+groups evaluated before its alert groups), is worked out from its rule in each case below and
+asserted (the source is silent one evaluation before); rulegen's page must be firing at
+``T_src`` (earlier is allowed). A steady burn just below the source's lowest ticket
+factor (from the first sample, so every window holds that ratio) must leave both silent at every
+evaluation; a burn just above it makes both ticket (so the silence is not a test that cannot
+fail).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import promtool_test
+
+from rulegen.build import build
+from rulegen.catalog import load_catalog
+from rulegen.importer import pyrra, sloth
+from rulegen.importer.model import ImportOptions, ImportResult
+from rulegen.load import discover
+
+ANCHORS = Path(__file__).resolve().parents[3] / "shared" / "anchors"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not ANCHORS.is_dir(), reason="needs ../shared/anchors"),
+]
+T0 = 420  # minutes of clean history (longer than the 6h page window) before the outage
+# The steady burns start with the first sample, so every window, however long, holds the same
+# error ratio from its second sample on (partly filled or full): 7h of it, every 5 minutes,
+# shows each tier's verdict on that ratio without replaying days (promtool's cost grows with
+# steps × window samples).
+BURN_STEPS = 84
+BURN_END = "7h"
+
+
+def rulegen_rules(result: ImportResult, tmp_path: Path, rule_file: str) -> str:
+    """The imported specs built in memory; the text of one generated rule file."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for service in result.services:
+        text = yaml.safe_dump(service.document, sort_keys=False, allow_unicode=True)
+        (specs / f"{service.service}.yaml").write_text(text, encoding="utf-8")
+    return build(discover([specs]), load_catalog([]), jobs=1).files[rule_file]
+
+
+def firing(selector: str, at: str, count: int | None) -> dict[str, Any]:
+    """``count`` alerts of ``selector`` firing at ``at`` (``None``: none)."""
+    samples = [] if count is None else [{"labels": "{}", "value": count}]
+    expr = f'count(ALERTS{{alertstate="firing",{selector}}})'
+    return {"expr": expr, "eval_time": at, "exp_samples": samples}
+
+
+def never_fired(at: str, window: str) -> dict[str, Any]:
+    """No alert of either tool fired at any evaluation up to ``at``."""
+    expr = f'max_over_time(ALERTS{{alertstate="firing"}}[{window}])'
+    return {"expr": expr, "eval_time": at, "exp_samples": []}
+
+
+def run_promtool(
+    tmp_path: Path, rules: dict[str, str], step: str, tests: list[dict[str, Any]]
+) -> None:
+    """One promtool test file on both rule sets, evaluated every ``step`` (the series'
+    interval too: a 5m series read every minute would leave rate()[5m] empty in between)."""
+    for name, text in rules.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    test = tmp_path / f"compare-{step}.test.yml"
+    for group in tests:
+        group["interval"] = step
+    document = {
+        "rule_files": sorted(rules),
+        "evaluation_interval": step,
+        "group_eval_order": eval_order(rules),
+        "tests": tests,
+    }
+    test.write_text(yaml.safe_dump(document), "utf-8")
+    proc = promtool_test(test)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def eval_order(rules: dict[str, str]) -> list[str]:
+    """Every group, the source's recordings before its alerts: promtool otherwise evaluates
+    groups in random order, and Sloth's alert group (apart from its recordings) would read the
+    previous evaluation's ratios at random, paging one evaluation late. Its best case is the
+    one rulegen must match."""
+    names = [g["name"] for text in rules.values() for g in yaml.safe_load(text)["groups"]]
+    return sorted(names, key=lambda name: "-alerts-" in name)
+
+
+def outage(good: str, bad: str, minutes: int) -> list[dict[str, str]]:
+    """60 events a minute; all of them good for ``T0`` minutes, then all of them bad."""
+    return [
+        {"series": good, "values": f"0+60x{T0} {60 * T0}x{minutes}"},
+        {"series": bad, "values": f"0x{T0} 60+60x{minutes - 1}"},
+    ]
+
+
+def burn(good: str, bad: str, ratio: float, steps: int) -> list[dict[str, str]]:
+    """300 events every 5 minutes, ``ratio`` of them bad, for ``steps`` steps."""
+    return [
+        {"series": good, "values": f"0+{300 * (1 - ratio):.6f}x{steps}"},
+        {"series": bad, "values": f"0+{300 * ratio:.6f}x{steps}"},
+    ]
+
+
+def latency_burn(count: str, bucket: str, ratio: float, steps: int) -> list[dict[str, str]]:
+    """Histogram count and fast bucket: ``ratio`` of 300 events per 5 minutes are slow."""
+    return [
+        {"series": count, "values": f"0+300x{steps}"},
+        {"series": bucket, "values": f"0+{300 * (1 - ratio):.6f}x{steps}"},
+    ]
+
+
+# --- Sloth -----------------------------------------------------------------------------------
+
+AVAIL_OK = 'apiserver_request_total{code="200"}'
+AVAIL_BAD = 'apiserver_request_total{code="500"}'
+LAT_COUNT = 'apiserver_request_duration_seconds_count{verb="GET"}'
+LAT_FAST = 'apiserver_request_duration_seconds_bucket{verb="GET",le="0.4"}'
+SLOTH_PAGE = 'sloth_severity="page",sloth_slo="{slo}"'
+SLOTH_TICKET = 'sloth_severity="ticket"'
+RULEGEN_PAGE = 'severity="critical",slo="{slo}"'
+RULEGEN_TICKET = 'severity="warning",service="k8s-apiserver"'
+
+
+def test_sloth_apiserver_imported_pages_no_later_and_no_more(tmp_path: Path) -> None:
+    """Sloth's kubernetes-apiserver example (99.9% availability, 99% latency; page when the
+    1h/5m error ratio exceeds 14.4 × budget, or 6h/30m 6 × budget; no ``for``).
+
+    Total outage from ``T0``, 60 requests a minute, each sample one minute after the last:
+    after k bad minutes the 1h ratio is k/60 and the 5m ratio at least 0.2.
+    - availability: k/60 > 0.0144 at k = 1, so ``T_src = T0 + 1m``;
+    - latency: k/60 > 0.144 first at k = 9 (8/60 = 0.133), and 6h needs k/360 > 0.06
+      (k = 22), so ``T_src = T0 + 9m``.
+    """
+    result = sloth.import_files(
+        [ANCHORS / "sloth" / "examples" / "kubernetes-apiserver.yml"], ImportOptions()
+    )
+    prefix = "prometheus/k8s-apiserver.slo."
+    rules = {
+        "sloth.yml": (ANCHORS / "sloth" / "_gen" / "kubernetes-apiserver.yml").read_text("utf-8"),
+        "availability.yml": rulegen_rules(
+            result, tmp_path, f"{prefix}requests-availability.rules.yml"
+        ),
+    }
+    rules["latency.yml"] = build(discover([tmp_path / "specs"]), load_catalog([]), jobs=1).files[
+        f"{prefix}requests-latency.rules.yml"
+    ]
+    avail, lat = "requests-availability", "requests-latency"
+    outage_series = [
+        *outage(AVAIL_OK, AVAIL_BAD, 30),
+        *outage(LAT_FAST, "latency_unused", 30)[:1],
+        {"series": LAT_COUNT, "values": f"0+60x{T0 + 30}"},
+    ]
+    before_avail, at_avail = f"{T0}m", f"{T0 + 1}m"
+    before_lat, at_lat = f"{T0 + 8}m", f"{T0 + 9}m"
+    checks = [
+        firing(SLOTH_PAGE.format(slo=avail), before_avail, None),
+        firing(RULEGEN_PAGE.format(slo=avail), before_avail, None),
+        firing(SLOTH_PAGE.format(slo=avail), at_avail, 1),
+        firing(RULEGEN_PAGE.format(slo=avail), at_avail, 1),
+        firing(SLOTH_PAGE.format(slo=lat), before_lat, None),
+        firing(SLOTH_PAGE.format(slo=lat), at_lat, 1),
+        firing(RULEGEN_PAGE.format(slo=lat), at_lat, 1),
+    ]
+    steps = BURN_STEPS
+    below = [
+        *burn(AVAIL_OK, AVAIL_BAD, 0.99 * 0.001, steps),
+        *latency_burn(LAT_COUNT, LAT_FAST, 0.99 * 0.01, steps),
+    ]
+    above = [
+        *burn(AVAIL_OK, AVAIL_BAD, 1.01 * 0.001, 80),
+        *latency_burn(LAT_COUNT, LAT_FAST, 1.01 * 0.01, 80),
+    ]
+    run_promtool(
+        tmp_path, rules, "1m", [{"input_series": outage_series, "promql_expr_test": checks}]
+    )
+    run_promtool(
+        tmp_path,
+        rules,
+        "5m",
+        [
+            {"input_series": below, "promql_expr_test": [never_fired(BURN_END, BURN_END)]},
+            {
+                "input_series": above,
+                "promql_expr_test": [
+                    firing(SLOTH_TICKET, "6h", 2),
+                    firing(RULEGEN_TICKET, "6h", 2),
+                ],
+            },
+        ],
+    )
+
+
+# --- Pyrra -----------------------------------------------------------------------------------
+
+THANOS_OK = 'http_requests_total{job="thanos-query",handler="query",code="200"}'
+THANOS_BAD = 'http_requests_total{job="thanos-query",handler="query",code="500"}'
+
+
+def pyrra_rules(window_days: int = 28, target: str = "0.99") -> str:
+    """Pyrra's rules for ``examples/thanos-http.yaml`` (ratio, no grouping), as its generator
+    writes them (recordings labelled with the SLO and the total's equality matchers)."""
+    errors = 'http_requests_total{code=~"5..",handler=~"query|query_range",job="thanos-query"}'
+    total = 'http_requests_total{handler=~"query|query_range",job="thanos-query"}'
+    labels = {"job": "thanos-query", "slo": "thanos-query"}
+    windows = pyrra.pyrra_windows(Fraction(window_days * 86400))
+    spans = sorted({int(w[2]) for w in windows} | {int(w[3]) for w in windows})
+    name = {s: f"{s // 86400}d" if s % 86400 == 0 else f"{s // 3600}h" if s % 3600 == 0
+            else f"{s // 60}m" for s in spans}  # fmt: skip
+    rules: list[dict[str, Any]] = [
+        {
+            "record": f"http_requests:burnrate{name[s]}",
+            "expr": f"sum(rate({errors}[{name[s]}])) / sum(rate({total}[{name[s]}]))",
+            "labels": labels,
+        }
+        for s in spans
+    ]
+    matchers = '{job="thanos-query",slo="thanos-query"}'
+
+    def threshold(factor: int) -> str:
+        return f"({factor} * (1-{target}))"
+
+    for alert, for_, long, short, factor in windows:
+        rules.append(
+            {
+                "alert": "ErrorBudgetBurn",
+                "expr": (
+                    f"http_requests:burnrate{name[int(short)]}{matchers} > {threshold(factor)} "
+                    f"and http_requests:burnrate{name[int(long)]}{matchers} > {threshold(factor)}"
+                ),
+                "for": f"{int(for_) // 60}m",
+                "labels": {
+                    **labels,
+                    "long": name[int(long)],
+                    "short": name[int(short)],
+                    "severity": "critical" if alert == "page" else "warning",
+                },
+            }
+        )
+    return yaml.safe_dump({"groups": [{"name": "thanos-query", "interval": "30s", "rules": rules}]})
+
+
+PYRRA_PAGE = 'severity="critical",long!=""'
+PYRRA_TICKET = 'severity="warning",long!=""'
+RULEGEN_PYRRA_PAGE = 'severity="critical",service="monitoring"'
+RULEGEN_PYRRA_TICKET = 'severity="warning",service="monitoring"'
+
+
+def test_pyrra_rules_transcribed_here_are_its_windows() -> None:
+    """The windows Pyrra's ``Windows(28d)`` gives (its comments: 2m/1h/5m ×14, 15m/6h/30m ×7,
+    1h/1d/2h ×2, 3h/4d/6h ×1), so the rules above are Pyrra's."""
+    text = textwrap.dedent(pyrra_rules())
+    assert "http_requests:burnrate4d" in text
+    assert [(a, int(f), int(lo), int(s), x) for a, f, lo, s, x in pyrra.pyrra_windows(
+        Fraction(28 * 86400))] == [
+        ("page", 120, 3600, 300, 14),
+        ("page", 900, 21600, 1800, 7),
+        ("ticket", 3600, 86400, 7200, 2),
+        ("ticket", 10800, 345600, 21600, 1),
+    ]  # fmt: skip
+
+
+def test_pyrra_thanos_imported_pages_no_later_and_no_more(tmp_path: Path) -> None:
+    """Pyrra's thanos-http example (99%, 4w). Its fastest page: 1h/5m above 14 × 0.01 for 2m.
+
+    Total outage from ``T0`` (60 requests a minute): after k bad minutes the 1h ratio is k/60,
+    above 0.14 first at k = 9 (8/60 = 0.133); the 6h/30m window needs k/360 > 0.07 (k = 26)
+    and waits 15m. So the condition holds from ``T0 + 9m`` and Pyrra fires at
+    ``T_src = T0 + 11m``; rulegen's tier (budget 2.083334%, factor 14.00000448, ``for: 2m``,
+    the shortest of Pyrra's page windows) fires then too.
+    """
+    result = pyrra.import_files(
+        [ANCHORS / "pyrra" / "examples" / "thanos-http.yaml"], ImportOptions()
+    )
+    rules = {
+        "pyrra.yml": pyrra_rules(),
+        "rulegen.yml": rulegen_rules(
+            result, tmp_path, "prometheus/monitoring.slo.thanos-query.rules.yml"
+        ),
+    }
+    checks = [
+        firing(PYRRA_PAGE, f"{T0 + 10}m", None),
+        firing(PYRRA_PAGE, f"{T0 + 11}m", 1),
+        firing(RULEGEN_PYRRA_PAGE, f"{T0 + 11}m", 1),
+    ]
+    steps = BURN_STEPS
+    outage_series = outage(THANOS_OK, THANOS_BAD, 30)
+    run_promtool(
+        tmp_path, rules, "1m", [{"input_series": outage_series, "promql_expr_test": checks}]
+    )
+    below = burn(THANOS_OK, THANOS_BAD, 0.99 * 0.01, steps)
+    above = burn(THANOS_OK, THANOS_BAD, 1.01 * 0.01, 60)
+    run_promtool(
+        tmp_path,
+        rules,
+        "5m",
+        [
+            {"input_series": below, "promql_expr_test": [never_fired(BURN_END, BURN_END)]},
+            {
+                "input_series": above,
+                "promql_expr_test": [
+                    firing(PYRRA_TICKET, "4h", 1),
+                    firing(RULEGEN_PYRRA_TICKET, "4h", 1),
+                ],
+            },
+        ],
+    )
