@@ -1,8 +1,9 @@
 """The SLO importers (Sloth, OpenSLO, Pyrra) on the tools' own examples and on hostile input:
 what maps to what, the exact reasons of every refusal, and that what they write builds.
 
-The anchors are verbatim copies of the tools' examples (``../shared/anchors``); the promtool
-comparison of the imported alerts with the tools' own is ``test_import_slo_promtool.py``.
+The anchors are verbatim copies of the tools' examples (``data/anchors``, copied from the
+project's ``../shared/anchors``); the promtool comparison of the imported alerts with the
+tools' own is ``test_import_slo_promtool.py``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from rulegen.importer import openslo, pyrra, slo_common, sloth
 from rulegen.importer.model import ImportOptions, ImportResult
 from rulegen.load import discover
 
-ANCHORS = Path(__file__).resolve().parents[3] / "shared" / "anchors"
+ANCHORS = Path(__file__).resolve().parent / "data" / "anchors"  # copies: data/anchors/README.txt
 SLOTH = ANCHORS / "sloth"
 PYRRA = ANCHORS / "pyrra" / "examples"
 OPENSLO = ANCHORS / "openslo"
-needs_anchors = pytest.mark.skipif(not ANCHORS.is_dir(), reason="needs ../shared/anchors")
 
 
 def run(module: Any, files: Sequence[Path], service: str | None = None) -> ImportResult:
@@ -52,7 +52,6 @@ def builds(result: ImportResult, tmp_path: Path) -> list[str]:
     return sorted(build(discover([tmp_path]), load_catalog([]), jobs=1).files)
 
 
-@needs_anchors
 def test_sloth_getting_started_maps_its_sli_objective_and_alerting() -> None:
     result = run(sloth, [SLOTH / "examples" / "getting-started.yml"])
     [service] = result.services
@@ -106,7 +105,6 @@ def test_sloth_getting_started_maps_its_sli_objective_and_alerting() -> None:
     ]
 
 
-@needs_anchors
 def test_sloth_apiserver_latency_idiom_becomes_a_latency_sli() -> None:
     result = run(sloth, [SLOTH / "examples" / "kubernetes-apiserver.yml"])
     [service] = result.services
@@ -132,7 +130,6 @@ def test_sloth_apiserver_latency_idiom_becomes_a_latency_sli() -> None:
     ]
 
 
-@needs_anchors
 def test_sloth_crd_and_file_of_one_service_merge_and_a_taken_slo_name_is_refused() -> None:
     result = run(
         sloth,
@@ -152,7 +149,6 @@ def test_sloth_crd_and_file_of_one_service_merge_and_a_taken_slo_name_is_refused
     ) in notes(result, "refused")
 
 
-@needs_anchors
 def test_sloth_no_alerts_disables_page_and_ticket() -> None:
     result = run(sloth, [SLOTH / "examples" / "no-alerts.yml"])
     [service] = result.services
@@ -163,7 +159,6 @@ def test_sloth_no_alerts_disables_page_and_ticket() -> None:
     assert notes(result, "refused") == []
 
 
-@needs_anchors
 @pytest.mark.parametrize(
     ("windows", "window", "tiers"),
     [
@@ -206,7 +201,6 @@ def test_sloth_alert_windows_set_the_period_and_tiers(
     assert slo.get("tiers") == tiers
 
 
-@needs_anchors
 def test_pyrra_examples_map_or_are_refused_with_their_reasons() -> None:
     result = run(pyrra, sorted(PYRRA.glob("*.yaml")))
     imported = {s.service: [slo["name"] for slo in s.document["slos"]] for s in result.services}
@@ -241,7 +235,6 @@ def test_pyrra_examples_map_or_are_refused_with_their_reasons() -> None:
     ) in refused
 
 
-@needs_anchors
 def test_pyrra_windows_become_exact_tiers_rounded_up_never_looser() -> None:
     result = run(pyrra, [PYRRA / "thanos-http.yaml"])
     slo = result.services[0].document["slos"][0]
@@ -261,7 +254,6 @@ def test_pyrra_windows_become_exact_tiers_rounded_up_never_looser() -> None:
     }
 
 
-@needs_anchors
 def test_pyrra_window_that_can_never_fire_is_left_out_with_a_note() -> None:
     result = run(pyrra, [PYRRA / "caddy-response-latency.yaml"])
     slo = result.services[0].document["slos"][0]
@@ -272,7 +264,6 @@ def test_pyrra_window_that_can_never_fire_is_left_out_with_a_note() -> None:
     ) in notes(result, "adapted")
 
 
-@needs_anchors
 def test_openslo_examples_are_refused_with_their_reasons_and_sloths_maps() -> None:
     result = run(
         openslo,
@@ -302,7 +293,6 @@ def test_openslo_examples_are_refused_with_their_reasons_and_sloths_maps() -> No
     )
 
 
-@needs_anchors
 @pytest.mark.slow  # the build may fan out to worker processes
 def test_every_imported_anchor_builds(tmp_path: Path) -> None:
     cases = [

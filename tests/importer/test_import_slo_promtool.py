@@ -4,7 +4,7 @@ outage, and never pages on a burn its source would not page on.
 One promtool test file loads BOTH rule sets, the source tool's and rulegen's (built in memory
 from the imported spec), on the same series, and checks the ``ALERTS`` series each writes:
 
-- **Sloth**: the tool's own generated rules (``../shared/anchors/sloth/_gen/``).
+- **Sloth**: the tool's own generated rules (``data/anchors/sloth/_gen/``).
 - **Pyrra**: its repository holds no generated rule files, so its rules are written here from
   its generator (``slo/rules.go`` at the anchors' commit: a burn-rate recording
   ``sum(rate(errors[w])) / sum(rate(total[w]))`` for each window of ``Windows(28d)``, and one
@@ -37,10 +37,9 @@ from rulegen.importer import pyrra, sloth
 from rulegen.importer.model import ImportOptions, ImportResult
 from rulegen.load import discover
 
-ANCHORS = Path(__file__).resolve().parents[3] / "shared" / "anchors"
+ANCHORS = Path(__file__).resolve().parent / "data" / "anchors"  # copies: data/anchors/README.txt
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not ANCHORS.is_dir(), reason="needs ../shared/anchors"),
 ]
 T0 = 420  # minutes of clean history (longer than the 6h page window) before the outage
 # The steady burns start with the first sample, so every window, however long, holds the same
