@@ -23,6 +23,7 @@ import math
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,8 @@ def fleet(folder: Path, size: int, vary: bool = False) -> list[Path]:
     each SLO's objective one of three common values, so the shared SLO simulations hit less.
     """
     example = (REPO / "specs" / "llm-serving.yaml").read_text()
+    # every copy says `extends: defaults.yaml`, as a real fleet's specs share one defaults file
+    shutil.copy(REPO / "specs" / "defaults.yaml", folder / "defaults.yaml")
     paths = []
     for index in range(size):
         text = _varied(example, index) if vary else example

@@ -16,14 +16,31 @@ import textwrap
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
+from rulegen.catalog import load_catalog
 from rulegen.cli import run
+from rulegen.load import vocabulary
+from rulegen.source.extends import extend
+from rulegen.source.loader import display, load_file
 from rulegen.validate.promtool import find_promtool
 
 REPO = Path(__file__).resolve().parent.parent
+# The example spec and the defaults file it extends (``extends: defaults.yaml``).
+EXAMPLE_SPEC = REPO / "specs" / "llm-serving.yaml"
+EXAMPLE_DEFAULTS = REPO / "specs" / "defaults.yaml"
+
+
+def example_spec() -> dict[str, Any]:
+    """The example spec as rulegen reads it: ``specs/llm-serving.yaml`` with the defaults of
+    its ``extends:`` chain merged under it (no ``extends:`` left), as plain data."""
+    doc = load_file(EXAMPLE_SPEC, display(EXAMPLE_SPEC))
+    extended = extend(doc, EXAMPLE_SPEC, vocabulary(load_catalog([REPO / "signals"])))
+    assert not extended.problems, extended.problems
+    assert isinstance(extended.doc.data, dict)
+    return cast(dict[str, Any], extended.doc.data)
 
 
 # --- the slow-marker guard -------------------------------------------------------------------

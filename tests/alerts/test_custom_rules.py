@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, CliResult, assert_rejected, spec_errors, write_tree
+from conftest import REPO, CliResult, assert_rejected, example_spec, spec_errors, write_tree
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -421,7 +421,7 @@ def built_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The golden custom-rules spec and the repository's example spec, built (only the
     example's catalog alerts, diagnoses and SLOs are left out, to keep promtool quick)."""
     ops = _built(GOLDEN_SPEC, tmp_path_factory.mktemp("ops"))
-    example = yaml.safe_load((REPO / "specs" / "llm-serving.yaml").read_text())
+    example = example_spec()  # with the keys it inherits from specs/defaults.yaml
     spec = {k: v for k, v in example.items() if k not in ("diagnoses", "slos")}
     spec["alerts"] = [a for a in example["alerts"] if a["signal"] == "custom"]
     folder = tmp_path_factory.mktemp("example")

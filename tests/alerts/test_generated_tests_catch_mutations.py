@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, example_spec
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
 from rulegen.load import SpecInputs
 from rulegen.units import format_duration, literal, parse_duration
 
-EXAMPLE = yaml.safe_load((REPO / "specs" / "llm-serving.yaml").read_text())
+EXAMPLE = example_spec()  # with the keys it inherits from specs/defaults.yaml
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from typing import Any
 import promql_parser
 import pytest
 import yaml
-from conftest import REPO, CliResult, write_tree
+from conftest import REPO, CliResult, example_spec, write_tree
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import prometheus, stat, timeseries
 from grafana_foundation_sdk.models.dashboard import Dashboard
@@ -32,7 +32,6 @@ Json = dict[str, Any]
 
 EXAMPLE = REPO / "rules" / "grafana" / "deepseek-v4.json"
 EXAMPLE_RULES = REPO / "rules" / "prometheus" / "deepseek-v4.rules.yml"
-SPEC = REPO / "specs" / "llm-serving.yaml"
 SIGNAL_DIRS = (REPO / "src" / "rulegen" / "catalog" / "signals", REPO / "signals")
 FILTERS = ("instance", "host", "model_name", "device")
 # The Grafana unit of each catalog threshold unit.
@@ -151,7 +150,7 @@ def alert_rules() -> list[Json]:
 
 @cache
 def _spec() -> Json:
-    spec: Json = yaml.safe_load(SPEC.read_text("utf-8"))
+    spec: Json = example_spec()  # with the keys it inherits from specs/defaults.yaml
     return spec
 
 

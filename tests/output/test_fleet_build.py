@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, CliResult
+from conftest import EXAMPLE_DEFAULTS, EXAMPLE_SPEC, REPO, CliResult
 
 from rulegen import fanout
 from rulegen.build import build
@@ -32,7 +33,7 @@ from rulegen.output import FileSet
 from rulegen.source import loader
 from rulegen.source.loader import LoadError
 
-EXAMPLE = (REPO / "specs" / "llm-serving.yaml").read_text()
+EXAMPLE = EXAMPLE_SPEC.read_text()  # extends: defaults.yaml, copied beside each fleet
 TWO_CORES = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")
 
 
@@ -137,6 +138,7 @@ def test_a_dead_worker_is_one_clear_error() -> None:
 def _fleet(folder: Path, size: int, extra: dict[str, str] | None = None) -> SpecInputs:
     """``size`` copies of the example spec with their own service names and thresholds."""
     folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(EXAMPLE_DEFAULTS, folder / "defaults.yaml")  # what every copy extends
     for index in range(size):
         text = EXAMPLE.replace("service: deepseek-v4", f"service: svc-{index:02d}")
         # vary a threshold so services differ in more than their name
