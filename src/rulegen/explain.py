@@ -5,8 +5,8 @@ spec amounts to after the defaults are merged under it, as YAML a reader can pas
 with a trailing comment on every value (``# specs/a.yaml:12`` for the spec's own,
 ``# from specs/defaults.yaml:7`` for an inherited one). Keys neither file sets keep the
 built-in defaults of docs/spec.md and are not shown. The output is deterministic: the
-top-level keys in the spec's documented order, the others as written (the spec's keys
-first, then the inherited ones).
+top-level keys in the order of the spec's model (``SpecModel``'s fields), the others as
+written (the spec's keys first, then the inherited ones).
 """
 
 from __future__ import annotations
