@@ -73,18 +73,20 @@ CASES = [
         ),
     ),
     Case(
-        "keep_firing_for must be a duration of at most 1d",
+        "a custom alert's keep_firing_for and for must be durations of at most 365d",
         """
         version: 1
         service: web
         alerts:
           - {signal: custom, name: Down, expr: up == 0, severity: warning, keep_firing_for: 5}
-          - {signal: custom, name: Down2, expr: up == 0, severity: warning, keep_firing_for: 2d}
+          - {signal: custom, name: Down2, expr: up == 0, severity: warning, keep_firing_for: 53w}
+          - {signal: custom, name: Down3, expr: up == 0, severity: warning, for: 366d}
         """,
         spec_errors(
             "specs/web.yaml:4:85: alerts[0].keep_firing_for: invalid duration 5 (expected "
             "Prometheus syntax like 30s, 5m, 1h)",
-            "specs/web.yaml:5:86: alerts[1].keep_firing_for: must be at most 1d (got '2d')",
+            "specs/web.yaml:5:86: alerts[1].keep_firing_for: must be at most 365d (got '53w')",
+            "specs/web.yaml:6:74: alerts[2].for: must be at most 365d (got '366d')",
         ),
     ),
     Case(

@@ -838,17 +838,56 @@ CASES: list[Case] = [
         ),
     ),
     Case(
-        "two custom alerts with the same name are rejected at the second name",
+        "two custom alerts with the same name and severity are rejected at the second name",
         spec="""
             version: 1
             service: web
             alerts:
               - {signal: custom, name: NodeDown, expr: up == 0, severity: warning}
               - {signal: custom, name: NodeDown, expr: up == 0, for: 5m, severity: critical}
+              - {signal: custom, name: NodeDown, expr: up == 0, for: 9m, severity: warning}
             """,
         stderr=spec_errors(
-            "specs/web.yaml:5:28: alerts[1].name: duplicate alert name 'NodeDown' (also used "
-            "by alerts[0]); give one of them a unique name",
+            "specs/web.yaml:6:28: alerts[2].name: duplicate alert name 'NodeDown' with "
+            "severity warning (also used by alerts[0]); custom alerts may share a name only "
+            "with another severity",
+        ),
+    ),
+    Case(
+        "a custom alert cannot take the name of a catalog alert, whatever its severity",
+        spec="""
+            version: 1
+            service: web
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+              - {signal: custom, name: DiskAwaitHigh, expr: up == 0, severity: critical}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:5:28: alerts[1].name: duplicate alert name 'DiskAwaitHigh' (also "
+            "used by alerts[0]); give one of them a unique name",
+        ),
+    ),
+    Case(
+        "custom alerts sharing a name cannot have examples (promtool checks them together)",
+        spec="""
+            version: 1
+            service: web
+            alerts:
+              - signal: custom
+                name: NodeDown
+                expr: up == 0
+                severity: warning
+                examples:
+                  - series: [{series: 'up{instance="a"}', values: '0x10'}]
+                    fires_at: [5m]
+                    labels: {instance: a}
+                    value: '0'
+              - {signal: custom, name: NodeDown, expr: up == 0, for: 5m, severity: critical}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:9:7: alerts[0].examples: NodeDown shares its name with alerts[1]: "
+            "promtool checks every alert of a name at once, so examples cannot test one of "
+            "them; test them together in a promtool test of your own (specs/tests/)",
         ),
     ),
     # --- selectors and matchers --------------------------------------------------------

@@ -87,7 +87,7 @@ REFUSALS = [
             labels: {severity: info}
      """, ["rules.yml:4: groups[0].rules[0].alert: alert name 'job:up' is not one rulegen "
            "accepts ([A-Za-z_][A-Za-z0-9_]*)"]),
-    ("a second alert of the same name is refused", """
+    ("a second alert of the same name and severity is refused; another severity is not", """
         groups:
         - name: g
           rules:
@@ -98,9 +98,13 @@ REFUSALS = [
             expr: up == 0
             for: 1h
             labels: {severity: warning}
-     """, ["rules.yml:7: groups[0].rules[1].alert: alert Up: an alert of this name is already "
-           "imported into service rules (rules.yml:4); rulegen's alert names are unique per "
-           "service"]),
+          - alert: Up
+            expr: up == 0
+            for: 2h
+            labels: {severity: warning}
+     """, ["rules.yml:11: groups[0].rules[2].alert: alert Up: an alert of this name and "
+           "severity warning is already imported into service rules (rules.yml:7); rulegen's "
+           "custom alerts share a name only with another severity"]),
     ("an alert returning a scalar is refused", """
         groups:
         - name: g
@@ -110,16 +114,22 @@ REFUSALS = [
             labels: {severity: info}
      """, ["rules.yml:5: groups[0].rules[0].expr: alert Always: returns a scalar, not an "
            "instant vector (rulegen's alerts must)"]),
-    ("a for longer than 1d is refused", """
+    ("a for or keep_firing_for longer than 365d is refused", """
         groups:
         - name: g
           rules:
           - alert: Slow
             expr: up == 0
-            for: 2d
+            for: 366d
             labels: {severity: info}
-     """, ["rules.yml:6: groups[0].rules[0].for: alert Slow: 2d is longer than rulegen's limit "
-           "of 1d on `for`"]),
+          - alert: Sticky
+            expr: up == 0
+            keep_firing_for: 2y
+            labels: {severity: info}
+     """, ["rules.yml:6: groups[0].rules[0].for: alert Slow: 366d is longer than rulegen's limit "
+           "of 365d on `for`",
+           "rules.yml:10: groups[0].rules[1].keep_firing_for: alert Sticky: 2y is longer than "
+           "rulegen's limit of 365d on `keep_firing_for`"]),
     ("a service label other than the service is refused", """
         groups:
         - name: g
@@ -222,15 +232,14 @@ def test_what_cannot_be_mapped_is_refused_with_file_line_and_field(
     assert not any(f"({n.file}:{n.line})" in " ".join(result.imported) for n in result.refused)
 
 
-def test_the_awesome_node_exporter_rules_are_imported_but_the_week_long_for(in_tmp: Path) -> None:
+def test_the_awesome_node_exporter_rules_are_imported_with_the_week_long_for(in_tmp: Path) -> None:
     shutil.copy(DATA / "node-exporter.yml", in_tmp)
     result = import_files([Path("node-exporter.yml")], ImportOptions())
-    assert len(result.imported) == 34
-    assert notes(result) == (
-        [],
-        ["node-exporter.yml:145: groups[0].rules[14].for: alert HostCpuIsUnderutilized: 1w is "
-         "longer than rulegen's limit of 1d on `for`"],
-    )  # fmt: skip
+    assert len(result.imported) == 35
+    assert notes(result) == ([], [])
+    underused = [a for a in result.services[0].document["alerts"]
+                 if a["name"] == "HostCpuIsUnderutilized"]  # fmt: skip
+    assert [a["for"] for a in underused] == ["1w"]
     (service,) = result.services
     assert service.service == "node-exporter"
     alert = service.document["alerts"][0]

@@ -88,6 +88,7 @@ class ExampleContext:
     annotations: tuple[tuple[str, str], ...]
     evaluation: Decimal
     scrape: Decimal
+    labels: tuple[tuple[str, str], ...] = ()  # the rule's labels, as Go templates
 
 
 def examples(ctx: ExampleContext) -> tuple[ResolvedExample, ...] | None:
@@ -131,15 +132,24 @@ def _example(ctx: ExampleContext, index: int, example: Any) -> ResolvedExample |
             value = units.parse_number(example.value)
         except units.UnitError as exc:
             col.error((*path, "value"), str(exc))
-    elif fires and any(_PRINTS_VALUE.search(text) for _, text in ctx.annotations):
+    elif fires and (printing := _prints_value(ctx)):
         col.error(
             path,
-            "the alert's annotations print $value: give value: (what the expression returns "
+            f"the alert's {printing} print $value: give value: (what the expression returns "
             f"at fires_at), or {_OWN_TEST}",
         )
     if fires:
         _predictable(ctx, own)
     return ResolvedExample(series, interval, fires, silent, own, value, col.origin(path))
+
+
+def _prints_value(ctx: ExampleContext) -> str | None:
+    """``annotations`` or ``labels`` when their text prints ``$value`` (else ``None``)."""
+    if any(_PRINTS_VALUE.search(text) for _, text in ctx.annotations):
+        return "annotations"
+    if any(_PRINTS_VALUE.search(text) for _, text in ctx.labels):
+        return "labels"
+    return None
 
 
 def _series(col: Collector, path: PathKey, items: Any) -> list[tuple[str, str]]:
@@ -229,10 +239,12 @@ def _predictable(ctx: ExampleContext, own: tuple[tuple[str, str], ...]) -> None:
         name_known = False
     labels = template_labels(ctx.expr, own)
     alert = ctx.alert
-    for key, text in ctx.annotations:
+    texts = [(key, text, "annotations") for key, text in ctx.annotations]
+    texts += [(key, text, "labels") for key, text in ctx.labels if key in (alert.labels or {})]
+    for key, text, field in texts:
         where: PathKey = ctx.path
-        if alert.annotations is not None:
-            where = (*ctx.path, "annotations", key)
+        if field == "labels" or alert.annotations is not None:
+            where = (*ctx.path, field, key)
         elif getattr(alert, key, None) is not None:
             where = (*ctx.path, key)
         if not name_known and _WHOLE_LABELS.search(text):

@@ -30,6 +30,9 @@ from rulegen.templating import TemplateFailure, go_escape, render_promql, render
 # Limits that keep every alert testable: a generated promtool test evaluates the whole rule
 # file at each evaluation up to window + for, so these bound its run time.
 MAX_FOR = Decimal(86400)
+# A custom alert has no generated test beyond its examples (bounded by their own times), so
+# its ``for`` may be as long as a rule file's: a week-long "underutilised" alert is common.
+MAX_CUSTOM_FOR = Decimal(365 * 86400)
 MAX_WINDOW = Decimal(86400)
 MAX_EVALUATIONS = 20_000
 MAX_DURATION_THRESHOLD = Decimal(365 * 86400)
@@ -56,19 +59,14 @@ def resolve_alerts(
 ) -> list[ResolvedAlert]:
     """Every alert of a spec, each checked at its position (errors go to ``col``)."""
     alerts: list[ResolvedAlert] = []
-    names: dict[str, int] = {}
+    names: dict[str, list[tuple[int, Any]]] = {}
     for index, alert in enumerate(spec.alerts or ()):
         path: PathKey = ("alerts", index)
         signal = None if alert.signal == "custom" else catalog.signals[alert.signal]
         name = alert.name or (signal.alert if signal else "")
-        if name in names:
-            col.error(
-                (*path, "name") if alert.name else (*path, "signal"),
-                f"duplicate alert name {name!r} (also used by alerts[{names[name]}]); "
-                "give one of them a unique name",
-            )
+        if not _unique_name(col, path, alert, name, names.setdefault(name, [])):
             continue
-        names[name] = index
+        names[name].append((index, alert))
         context = _AlertContext(col, path, spec, name, spec_labels, *intervals)
         resolved = (
             _custom(context, alert)
@@ -77,7 +75,53 @@ def resolve_alerts(
         )
         if resolved is not None:
             alerts.append(resolved)
+    _shared_names_have_no_examples(col, names)
     return alerts
+
+
+def _unique_name(
+    col: Collector, path: PathKey, alert: Any, name: str, earlier: list[tuple[int, Any]]
+) -> bool:
+    """Whether an alert's name is free: unique, or shared only by custom alerts of other
+    severities (a warning/critical pair, as Prometheus rule files have them)."""
+    if not earlier:
+        return True
+    index, first = earlier[0]
+    where = (*path, "name") if alert.name else (*path, "signal")
+    custom = alert.signal == "custom" and all(a.signal == "custom" for _, a in earlier)
+    if not custom:
+        col.error(
+            where,
+            f"duplicate alert name {name!r} (also used by alerts[{index}]); "
+            "give one of them a unique name",
+        )
+        return False
+    same = [i for i, a in earlier if a.severity == alert.severity]
+    if same:
+        col.error(
+            where,
+            f"duplicate alert name {name!r} with severity {alert.severity} (also used by "
+            f"alerts[{same[0]}]); custom alerts may share a name only with another severity",
+        )
+        return False
+    return True
+
+
+def _shared_names_have_no_examples(col: Collector, names: dict[str, list[tuple[int, Any]]]) -> None:
+    """promtool checks every alert of a name at once, so an example of one alert of a
+    warning/critical pair would also have to predict the other: refused, with the way out."""
+    for name, alerts in names.items():
+        if len(alerts) < 2:
+            continue
+        for index, alert in alerts:
+            if alert.examples:
+                others = ", ".join(f"alerts[{i}]" for i, _ in alerts if i != index)
+                col.error(
+                    ("alerts", index, "examples"),
+                    f"{name} shares its name with {others}: promtool checks every alert of a "
+                    "name at once, so examples cannot test one of them; test them together "
+                    "in a promtool test of your own (specs/tests/)",
+                )
 
 
 def recipe_labels(signal: SignalDef) -> set[str]:
@@ -104,11 +148,16 @@ class _AlertContext:
 
 
 def _final_labels(ctx: _AlertContext, alert: Any) -> tuple[tuple[str, str], ...]:
-    merged = dict(ctx.spec_labels)
-    merged.update(label_set(ctx.col, (*ctx.path, "labels"), alert.labels))
-    merged["severity"] = alert.severity
-    merged["service"] = ctx.spec.service
-    return tuple((k, go_escape(v)) for k, v in sorted(merged.items()))
+    """The spec's labels, the alert's, severity and service, escaped for Go templates but for
+    the alert's own labels of a verbatim custom alert (one with ``annotations:``), which are
+    Go templates as in a Prometheus rule file."""
+    verbatim = alert.signal == "custom" and alert.annotations is not None
+    own = label_set(ctx.col, (*ctx.path, "labels"), alert.labels)
+    merged = {k: go_escape(v) for k, v in ctx.spec_labels}
+    merged.update((k, v if verbatim else go_escape(v)) for k, v in own)
+    merged["severity"] = go_escape(alert.severity)
+    merged["service"] = go_escape(ctx.spec.service)
+    return tuple(sorted(merged.items()))
 
 
 def _annotations(
@@ -147,10 +196,10 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
         error = f"must return an instant vector, not a {kind} (an alert needs series to fire)"
         col.error((*path, "expr"), error)
     for_text = alert.for_ if alert.for_ is not None else "0s"
-    for_seconds = duration(col, (*path, "for"), for_text, most=MAX_FOR)
+    for_seconds = duration(col, (*path, "for"), for_text, most=MAX_CUSTOM_FOR)
     keep: Decimal | None = Decimal(0)
     if alert.keep_firing_for is not None:
-        keep = duration(col, (*path, "keep_firing_for"), alert.keep_firing_for, most=MAX_FOR)
+        keep = duration(col, (*path, "keep_firing_for"), alert.keep_firing_for, most=MAX_CUSTOM_FOR)
     labels = _final_labels(ctx, alert)
     if alert.annotations is not None:
         annotations = verbatim_annotations(col, path, alert)
@@ -166,7 +215,7 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
         return None
     expr = " ".join(alert.expr.split()) if "\n" not in alert.expr.strip() else alert.expr.strip()
     context = ExampleContext(
-        col, path, alert, expr, for_seconds, annotations, ctx.evaluation, ctx.scrape
+        col, path, alert, expr, for_seconds, annotations, ctx.evaluation, ctx.scrape, labels
     )
     found = examples(context)
     if found is None:

@@ -57,7 +57,8 @@ class AlertKey:
 
     An SLO's page and ticket alerts share one name (and every SLO's default name is
     ``ErrorBudgetBurn``), so an SLO alert is also keyed by its SLO and by ``page`` or
-    ``ticket``; a diagnosis is kept apart from a signal alert of the same name.
+    ``ticket``; custom alerts that share a name (a warning/critical pair) by their severity;
+    a diagnosis is kept apart from a signal alert of the same name.
     """
 
     alert: str
@@ -69,6 +70,8 @@ class AlertKey:
         """``DiskAwaitHigh``, or ``ErrorBudgetBurn (slo availability, page)``."""
         if self.kind == "slo":
             return f"{self.alert} (slo {self.slo}, {self.alerting})"
+        if self.alerting:
+            return f"{self.alert} ({self.alerting})"
         return self.alert
 
 
@@ -129,7 +132,8 @@ def service_facts(
 ) -> ServiceFacts:
     """One service's facts from its generated rules and its resolved spec."""
     alerts: dict[AlertKey, AlertFacts] = {}
-    by_name = {a.name: a for a in spec.alerts}
+    by_name = {(a.name, a.severity): a for a in spec.alerts}
+    shared = {name for name, _ in by_name if sum(n == name for n, _ in by_name) > 1}
     diagnoses = {d.name: d for d in spec.diagnoses}
     for index, group in enumerate(output.groups):
         # rule_groups() puts the diagnoses' group last, after the signal families
@@ -139,8 +143,9 @@ def service_facts(
                 key = AlertKey(rule.alert, "diagnosis")
                 own = _diagnosis_fields(diagnoses[rule.alert])
             else:
-                key = AlertKey(rule.alert)
-                own = _alert_fields(by_name[rule.alert])
+                severity = dict(rule.labels)["severity"]
+                key = AlertKey(rule.alert, alerting=severity if rule.alert in shared else "")
+                own = _alert_fields(by_name[(rule.alert, severity)])
             alerts[key] = _facts(key, group, rule, own, routing)
     for slo_output, slo in zip(output.slos, spec.slos, strict=True):
         rules = _alert_rules(slo_output.group)

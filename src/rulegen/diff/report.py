@@ -63,6 +63,8 @@ def _identity(service: str, key: AlertKey) -> str:
     """``DiskAwaitHigh{service=deepseek-v4}``, with the SLO and its page or ticket alert."""
     if key.kind == "slo":
         return f"{key.alert}{{service={service}, slo={key.slo}}} ({key.alerting})"
+    if key.alerting:  # one of custom alerts sharing a name: its severity tells which
+        return f"{key.alert}{{service={service}, severity={key.alerting}}}"
     return f"{key.alert}{{service={service}}}"
 
 
@@ -335,6 +337,8 @@ def _json_alert(alert: AlertDiff) -> dict[str, Any]:
     out: dict[str, Any] = {"alert": alert.key.alert, "kind": alert.key.kind}
     if alert.key.kind == "slo":
         out["slo"], out["alerting"] = alert.key.slo, alert.key.alerting
+    elif alert.key.alerting:
+        out["severity"] = alert.key.alerting
     out["change"] = alert.change
     out["fields"] = {c.name: {"old": c.old, "new": c.new} for c in alert.fields}
     if alert.replayed:

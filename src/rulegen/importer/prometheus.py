@@ -4,10 +4,10 @@ Why exact: the imported spec must build into the rules it came from (up to forma
 ``service`` label rulegen adds), so every alert and recording is kept as written (name, PromQL
 text, ``for``, ``keep_firing_for``, labels, annotations as Go templates) in the group it came
 from, with that group's interval. What rulegen cannot express (``limit``, ``query_offset``, a
-severity outside critical/warning/info, a duplicate alert name, an unknown field) is refused
-with its file, line and field; nothing is dropped silently. promtool test files among the
-inputs (a mapping with ``rule_files``) are moved along: their ``rule_files`` point at the
-generated rule files and their expected labels gain the labels rulegen adds.
+severity outside critical/warning/info, a second alert of one name and severity, an unknown
+field) is refused with its file, line and field; nothing is dropped silently. promtool test
+files among the inputs (a mapping with ``rule_files``) are moved along: their ``rule_files``
+point at the generated rule files and their expected labels gain the labels rulegen adds.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from rulegen.source.loader import (
 )
 
 SEVERITIES = ("critical", "warning", "info")
-MAX_FOR = 86_400  # seconds: rulegen's limit on an alert's ``for`` (docs/spec.md#limits)
+MAX_FOR = 365 * 86_400  # seconds: rulegen's limit on a custom alert's ``for`` (docs/spec.md)
 RULE_KEYS = ("alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations")
 GROUP_KEYS = ("name", "interval", "rules", "labels", "limit", "query_offset")
 # The ObjectMeta fields a PrometheusRule's metadata may carry; only namespace and labels map.
@@ -82,7 +82,7 @@ class _Service:
     group_comments: dict[str, str] = field(default_factory=dict)
     recordings: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
-    alert_at: dict[str, str] = field(default_factory=dict)
+    alert_at: dict[tuple[str, str], str] = field(default_factory=dict)  # (name, severity)
     comments: dict[tuple[str | int, ...], str] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     operator: dict[str, Any] | None = None
@@ -390,10 +390,12 @@ def _import_rule(
     problems.extend(label_problems)
     annotations, more = _texts(rule.get("annotations"), (*where, "annotations"), what)
     problems.extend(more)
-    if alert is not None and alert in service.alert_at and not problems:
-        problems.append(((*where, "alert"), f"{what}: an alert of this name is already imported "
-                         f"into service {service.name} ({service.alert_at[alert]}); rulegen's "
-                         "alert names are unique per service", False))  # fmt: skip
+    level = str(labels.get("severity", run.options.severity))
+    if alert is not None and not problems and (earlier := service.alert_at.get((alert, level))):
+        problems.append(((*where, "alert"), f"{what}: an alert of this name and severity "
+                         f"{level} is already imported into service {service.name} "
+                         f"({earlier}); rulegen's custom alerts share a name only with "
+                         "another severity", False))  # fmt: skip
     severity = None
     if alert is not None and not problems:
         severity, severity_problem = _severity(run, doc, where, labels, what)
@@ -427,20 +429,23 @@ def _import_rule(
         service, entry, had_severity="severity" in {**group_labels, **rule.get("labels", {})}
     )
     run.result.imported.append(f"{alert} ({at})")
-    service.alert_at[str(alert)] = at
+    service.alert_at[(str(alert), str(severity))] = at
     return 1
 
 
 def _add_alert(service: _Service, entry: dict[str, Any], *, had_severity: bool) -> None:
     """The alert into the service, with the labels rulegen will add that it did not have."""
     name = str(entry["name"])
-    service.added[name] = {"service": service.name}
+    added = {"service": service.name}
     if not had_severity:
         index = len(service.alerts)
         service.comments[("alerts", index, "severity")] = (
             "severity: from --severity (the rule had no severity label)"
         )
-        service.added[name]["severity"] = str(entry["severity"])
+        added["severity"] = str(entry["severity"])
+    if name in service.added:  # a warning/critical pair: only what both alerts gain
+        added = {k: v for k, v in added.items() if service.added[name].get(k) == v}
+    service.added[name] = added
     service.alerts.append(entry)
 
 
@@ -466,9 +471,9 @@ def _shape_problems(rule: dict[str, Any], where: PathKey, what: str) -> list[Pro
         ms = _duration(rule[key])
         if ms is None:
             problems.append(((*where, key), f"{what}: not a duration ({rule[key]!r})", False))
-        elif key == "for" and ms > MAX_FOR * 1000:
+        elif ms > MAX_FOR * 1000:
             problems.append(((*where, key), f"{what}: {rule[key]} is longer than rulegen's "
-                             "limit of 1d on `for`", False))  # fmt: skip
+                             f"limit of 365d on `{key}`", False))  # fmt: skip
     return problems
 
 
