@@ -21,14 +21,14 @@ ROOT = "rulegen"  # the package's own __init__.py: the library API
 # layer is open (the foundation's helpers), and never in a cycle.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("errors", "diagnostics", "units", "promql", "gotemplate", "sandbox",
-                    "templating", "output", "fanout", "promapi")),
+                    "templating", "output", "fanout", "promapi", "progress")),
     ("source: YAML with positions, diagnostics, field checks", ("source",)),
     ("catalog: signal definitions", ("catalog",)),
     ("spec: the user-facing models", ("spec",)),
     ("generated: the output model", ("generated",)),
     ("shared by several features", ("host", "synthetic")),
     ("features", ("alerts", "slo", "diagnosis")),
-    ("service: the whole spec resolved", ("service",)),
+    ("service: the whole spec resolved", ("service", "testruns")),
     ("consumers of resolved specs", ("routing", "dashboard")),
     ("render: output formats", ("render",)),
     ("validate: external tools", ("validate",)),

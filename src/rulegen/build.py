@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import textwrap
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -28,6 +29,8 @@ from rulegen.fanout import fan_out, usable_cpus
 from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
 from rulegen.output import FileSet, dump_json, dump_yaml
+from rulegen.progress import Progress, Silent
+from rulegen.render import TARGETS
 from rulegen.render.grafana import dashboard_json, provisioning
 from rulegen.render.mimir import mimir_namespace_file
 from rulegen.render.operator import prometheus_rule, service_groups
@@ -43,16 +46,20 @@ from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
 from rulegen.source.loader import Origin
 from rulegen.spec.models import TargetSettings
+from rulegen.testruns import shared_runs
 from rulegen.validate import promtool
 from rulegen.validate.cache import TestCache
 from rulegen.validate.routing import validate_routing
 from rulegen.validate.targets import check_targets
 
-# Rule targets besides the plain rule files (always written: the tests run on them).
-TARGETS = ("prometheus", "operator", "thanos", "mimir")
 # promtool evaluates every rule of the file at every step of every test: about a million rule
 # evaluations a minute on one core; this keeps a build well inside promtool's timeout.
 MAX_TEST_COST = 5_000_000
+# The steps a build reports on its ``progress`` (the command line names the slowest tests).
+LOAD_STEP = "specs loaded and rendered"
+CHECK_STEP = "promtool check rules"
+TEST_STEP = "promtool test files"
+OTHER_STEP = "amtool and the other checks"
 
 
 @dataclass
@@ -92,6 +99,7 @@ def build(
     root: Path | None = None,
     targets: Sequence[str] = ("prometheus",),
     jobs: int | None = None,
+    progress: Progress | None = None,
 ) -> BuildResult:
     """Resolve the specs and render every output file in memory.
 
@@ -99,10 +107,14 @@ def build(
     parent, normally the repo root), so the output does not depend on the working directory.
     Each spec file is loaded and rendered in one go, by one of up to ``jobs`` worker
     processes for a fleet (default: every usable CPU); only its files and rule groups come
-    back.
+    back, each counted on ``progress``.
     """
     chosen = tuple(t for t in TARGETS if t in targets)
-    found = fan_out(_load_and_render, (catalog, root, chosen), inputs.specs, jobs)
+    steps = progress or Silent()
+    steps.step(LOAD_STEP, total=len(inputs.specs))
+    found = fan_out(
+        _load_and_render, (catalog, root, chosen), inputs.specs, jobs, done=steps.advance
+    )
     combined = combine(inputs.specs, [f.loaded for f in found])
     if combined.diagnostics:
         raise SpecError(combined.diagnostics)
@@ -287,6 +299,7 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
     )
     if spec.diagnoses:
         tests += diagnosis_tests(spec.diagnoses, spec.evaluation_interval, spec.scrape_interval)
+    tests = shared_runs(tests, groups)
     if spec.alerts or spec.diagnoses:
         first = (spec.alerts or spec.diagnoses)[0].origin
         _check_cost(
@@ -474,13 +487,20 @@ def _header_source(source: str, root: Path | None) -> str:
 
 
 def validate(
-    folder: Path, result: BuildResult, jobs: int | None = None, test_cache: Path | None = None
+    folder: Path,
+    result: BuildResult,
+    jobs: int | None = None,
+    test_cache: Path | None = None,
+    progress: Progress | None = None,
 ) -> list[str]:
     """Run promtool on a written output folder (up to ``jobs`` test files at once, default
     every usable CPU); returns a summary, raises on any failure. With ``test_cache``, a test
-    file whose bytes, rule files and promtool release passed before is not run again."""
+    file whose bytes, rule files and promtool release passed before is not run again. Each
+    step, and each test file with its time, is reported on ``progress``."""
+    steps = progress or Silent()
     rules = sorted(name for name in result.files if name.startswith("prometheus/"))
     tests = sorted(name for name in result.files if name.startswith("tests/"))
+    steps.step(CHECK_STEP)
     checked = promtool.check_rules(rules, folder)
     if not checked.ok:
         raise ValidationFailed(
@@ -489,46 +509,90 @@ def validate(
     version = promtool.version()
     summary = [version, f"promtool check rules: {len(rules)} file(s) ok"]
     if tests:
-        identity = promtool.build_info() if test_cache else None
-        cache = TestCache(test_cache, identity) if test_cache and identity else None
-        keys = {
-            name: cache.key(folder, name, _known(result.loads.get(name))) if cache else None
-            for name in tests
-        }
-        due = [name for name in tests if not (cache and cache.passed(keys[name]))]
-        # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
-        due.sort(key=result.test_cost, reverse=True)
-        workers = max(1, min(len(due), jobs or usable_cpus()))
-        with ThreadPoolExecutor(workers) as pool:
-            runs = list(pool.map(lambda name: promtool.run_tests([name], folder), due))
-        unrecorded = [
-            problem
-            for name, run in zip(due, runs, strict=True)
-            if cache and run.ok and (problem := cache.remember(keys[name], name))
-        ]
-        if any(not run.ok for run in runs):
-            failures = [f for run in runs if not run.ok for f in run.failures]
-            found, report = _map_test_errors(failures, result)
-            found += [  # a failure promtool printed no report for (text shows none either)
-                Diagnostic(result.sources.get(name, (name,))[0], 0, 0, FieldPath(),
-                           "promtool test rules failed without a report", codes.PROMTOOL_TEST)
-                for name, run in zip(due, runs, strict=True)
-                if not run.ok and not run.failures
-            ]  # fmt: skip
-            raise ValidationFailed(found, "promtool test rules failed:", report=report)
-        line = f"promtool test rules: {len(tests)} file(s) passed"
-        if cache:
-            line += f" ({len(tests) - len(due)} unchanged since a recorded pass, not rerun)"
-        summary.append(line)
-        if test_cache and not cache:
-            summary.append("warning: promtool prints no version; --test-cache not used")
-        if unrecorded:
-            summary.append(f"warning: test cache not updated: {unrecorded[0]}")
+        summary.extend(_validate_tests(folder, result, tests, jobs, test_cache, steps))
+    steps.step(OTHER_STEP)
     summary.extend(check_targets(result.files))
     if routing_files.CONFIG in result.files:
         summary.extend(validate_routing(folder, result.routing_cases, result.routing_origins))
     summary.extend(f"warning: {report}" for report in result.reports)
     return summary
+
+
+def _validate_tests(
+    folder: Path, result: BuildResult, tests: list[str], jobs: int | None,
+    test_cache: Path | None, steps: Progress,
+) -> list[str]:  # fmt: skip
+    """``promtool test rules`` on each test file the cache does not vouch for; the summary
+    lines, or ``ValidationFailed``."""
+    identity = promtool.build_info() if test_cache else None
+    cache = TestCache(test_cache, identity) if test_cache and identity else None
+    keys = {
+        name: cache.key(folder, name, _known(result.loads.get(name))) if cache else None
+        for name in tests
+    }
+    due = [name for name in tests if not (cache and cache.passed(keys[name]))]
+    # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
+    due.sort(key=result.test_cost, reverse=True)
+    runs = _run_tests(folder, due, _weights(result, due), jobs, steps)
+    unrecorded = [
+        problem
+        for name, run in zip(due, runs, strict=True)
+        if cache and run.ok and (problem := cache.remember(keys[name], name))
+    ]
+    if any(not run.ok for run in runs):
+        failures = [f for run in runs if not run.ok for f in run.failures]
+        found, report = _map_test_errors(failures, result)
+        found += [  # a failure promtool printed no report for (text shows none either)
+            Diagnostic(result.sources.get(name, (name,))[0], 0, 0, FieldPath(),
+                       "promtool test rules failed without a report", codes.PROMTOOL_TEST)
+            for name, run in zip(due, runs, strict=True)
+            if not run.ok and not run.failures
+        ]  # fmt: skip
+        raise ValidationFailed(found, "promtool test rules failed:", report=report)
+    line = f"promtool test rules: {len(tests)} file(s) passed"
+    if cache:
+        line += f" ({len(tests) - len(due)} unchanged since a recorded pass, not rerun)"
+    summary = [line]
+    if test_cache and not cache:
+        summary.append("warning: promtool prints no version; --test-cache not used")
+    if unrecorded:
+        summary.append(f"warning: test cache not updated: {unrecorded[0]}")
+    return summary
+
+
+def _weights(result: BuildResult, names: Sequence[str]) -> dict[str, float]:
+    """Each test file's share of the work, for the time left: its cost estimate, or the
+    average estimate for a file without one (a user's own tests)."""
+    costs = [result.test_cost(n) for n in names]
+    known = [c for c in costs if c > 0]
+    average = sum(known) / len(known) if known else 1.0
+    return {n: float(c) if c > 0 else average for n, c in zip(names, costs, strict=True)}
+
+
+def _run_tests(
+    folder: Path, due: Sequence[str], weights: Mapping[str, float], jobs: int | None,
+    steps: Progress,
+) -> list[promtool.ToolResult]:  # fmt: skip
+    """One ``promtool test rules`` per file, up to ``jobs`` at once; the results in the order
+    of ``due``, each file reported with its time as it finishes."""
+    steps.step(TEST_STEP, total=len(due), weight=sum(weights.values()))
+    if not due:
+        return []
+
+    def run(name: str) -> tuple[promtool.ToolResult, float]:
+        start = time.monotonic()
+        outcome = promtool.run_tests([name], folder)
+        return outcome, time.monotonic() - start
+
+    workers = max(1, min(len(due), jobs or usable_cpus()))
+    with ThreadPoolExecutor(workers) as pool:
+        futures: dict[Future[tuple[promtool.ToolResult, float]], str] = {
+            pool.submit(run, name): name for name in due
+        }
+        for future in as_completed(futures):
+            name = futures[future]
+            steps.advance(name, future.result()[1], weights[name])
+    return [future.result()[0] for future in futures]
 
 
 def _known(rule_file: str | None) -> list[str] | None:

@@ -15,15 +15,16 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+# Only what the parser needs is imported here; each command imports the pipeline it runs
+# (pydantic, Jinja2, the PromQL parser, every feature), so ``rulegen --version`` and
+# ``--help`` start at once. ``tests/cli/test_startup.py`` holds the line.
 from rulegen import __version__
 from rulegen import diagnostics as codes
 from rulegen.backtest import command as backtest
-from rulegen.build import TARGETS, BuildResult, build, validate
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.catalog import folders as signal_folders
 from rulegen.diagnostics import FORMATS, Diagnostic, FieldPath, as_json, github
@@ -38,15 +39,16 @@ from rulegen.errors import (
     ValidationFailed,
     printable,
 )
-from rulegen.explain import explain
 from rulegen.importer import command as importer
-from rulegen.lint import CHECKS, TIMEOUT, exit_code, lint
-from rulegen.lint.registry import listing
-from rulegen.load import SpecInputs, discover, display
-from rulegen.outdir import check_output, folder_name, write
-from rulegen.outdir.transaction import pending_journal
+from rulegen.lint import TIMEOUT
+from rulegen.progress import Reporter, choose_mode
+from rulegen.progress import add_arguments as verbosity_arguments
 from rulegen.promapi import MAX_BYTES, timeout_arg
-from rulegen.spec.models import spec_model
+from rulegen.render import TARGETS
+
+if TYPE_CHECKING:
+    from rulegen.build import BuildResult
+    from rulegen.load import SpecInputs
 
 EPILOG = """exit codes:
   0  success
@@ -97,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="processes rendering specs and promtool runs at once "
                    "(default: the CPUs rulegen may use)")  # fmt: skip
     _format_argument(b)
+    verbosity_arguments(b)
     v = sub.add_parser("validate", help="check specs only; write nothing")
     v.add_argument("paths", nargs="+", type=Path)
     signal_folders.add_arguments(v)
@@ -117,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--disable", action="append", default=[], metavar="ID",
                       help="do not run this check (repeatable); see --list")  # fmt: skip
     lint.add_argument("--list", action="store_true", help="print the checks and exit")
+    verbosity_arguments(lint)
     backtest.add_parser(sub)
     diff.add_parser(sub)
     e = sub.add_parser("explain", help="print a spec with its defaults merged, and where each "
@@ -151,10 +155,19 @@ class _Output:
         self.findings: list[Diagnostic] = []  # lint's, shown without their field path
         self.errors: list[Diagnostic] = []  # the error's, shown with it
         self.document: str | None = None  # printed instead (``lint --list --format json``)
+        self.quiet = False  # ``--quiet``: errors only
+        self.progress = Reporter("silent", sys.stderr)  # set by ``--progress`` and the others
 
     def line(self, text: str) -> None:
-        """A line for people (a summary, a note): stdout, or stderr under ``json``."""
-        print(text, file=sys.stderr if self.format == "json" else sys.stdout)
+        """A line for people (a summary, a note): stdout, or stderr under ``json``; none
+        under ``--quiet``."""
+        if not self.quiet:
+            print(text, file=sys.stderr if self.format == "json" else sys.stdout)
+
+    def warn(self, text: str) -> None:
+        """``rulegen: warning: …`` on stderr (over a status line), unless ``--quiet``."""
+        if not self.quiet:
+            self.progress.line(f"rulegen: warning: {printable(text)}")
 
     def finish(self) -> None:
         """The diagnostics, as JSON or annotations (text prints them as they come)."""
@@ -187,12 +200,18 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
-def _catalog(folders: list[Path] | None) -> Catalog:
+def _catalog(folders: list[Path] | None, out: _Output | None = None) -> Catalog:
     """The catalog with the signals of ``--signals`` (or ``--templates``) folders, or of the
-    default folder (``signals/``, else ``templates/``)."""
+    default folder (``signals/``, else ``templates/``); a step of ``out``'s progress."""
+    from rulegen.load import display
+
+    if out is not None:
+        out.progress.step("loading signals")
     if folders is None:
         folders, warning = signal_folders.default_folders()
-        if warning is not None:
+        if warning is not None and out is not None:
+            out.warn(warning)
+        elif warning is not None:
             print(f"rulegen: warning: {warning}", file=sys.stderr)
     for folder in folders:
         if not folder.is_dir():
@@ -201,59 +220,86 @@ def _catalog(folders: list[Path] | None) -> Catalog:
 
 
 def _build(args: argparse.Namespace, out: _Output) -> int:
-    catalog = _catalog(args.signals)
-    paths = args.paths or [Path("specs")]
-    inputs = discover(paths)
+    from rulegen.build import TEST_STEP, build
+    from rulegen.load import discover
+    from rulegen.outdir import folder_name
+
+    steps = out.progress
     target: Path = args.out
     shown = folder_name(target)
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"--out {shown}: exists and is not a directory")
-    _refuse_out_among_inputs(target, shown, [*paths, *(args.signals or [])], inputs)
-    for warning in inputs.warnings:
-        print(f"rulegen: warning: {printable(warning)}", file=sys.stderr)
-    root = Path(os.path.realpath(target)).parent
-    result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs)
-    if args.check:
-        return _check(args, out, target, shown, result)
+    with steps:
+        catalog = _catalog(args.signals, out)
+        paths = args.paths or [Path("specs")]
+        inputs = discover(paths)
+        if target.exists() and not target.is_dir():
+            raise UsageError(f"--out {shown}: exists and is not a directory")
+        _refuse_out_among_inputs(target, shown, [*paths, *(args.signals or [])], inputs)
+        for warning in inputs.warnings:
+            out.warn(warning)
+        root = Path(os.path.realpath(target)).parent
+        result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs,
+                       progress=steps)  # fmt: skip
+        summary = (_check if args.check else _write)(args, out, target, shown, result)
+    for line in summary:
+        out.line(line)
+    slowest = steps.slowest_line(TEST_STEP)
+    if slowest is not None:
+        steps.line(slowest)
+    return 0
+
+
+def _write(
+    args: argparse.Namespace, out: _Output, target: Path, shown: str, result: BuildResult
+) -> list[str]:
+    """Write the build into ``target`` once it is validated (unless ``--no-validate``); the
+    summary to print."""
+    from rulegen.build import validate
+    from rulegen.outdir import write
+
     summary: list[str] = []
 
     def check(staging: Path) -> None:
         if not args.no_validate:
-            summary.extend(validate(staging, result, args.jobs, args.test_cache))
+            summary.extend(validate(staging, result, args.jobs, args.test_cache, out.progress))
+        out.progress.step(f"writing {shown}/")
 
+    out.progress.step(f"staging {shown}/")
     plan = write(result, target, check)
-    for line in summary:
-        out.line(line)
-    for note in plan.notes:
-        out.line(f"note: {printable(note)}")
+    summary.extend(f"note: {printable(note)}" for note in plan.notes)
     removed = f" (removed {len(plan.remove)}: {', '.join(plan.remove)})" if plan.remove else ""
-    out.line(f"wrote {len(plan.write)} files to {shown}/{removed}")
-    return 0
+    return [*summary, f"wrote {len(plan.write)} files to {shown}/{removed}"]
 
 
 def _check(
     args: argparse.Namespace, out: _Output, target: Path, shown: str, result: BuildResult
-) -> int:
+) -> list[str]:
     """``build --check``: compare what a build would leave in ``target`` with what is there,
-    then validate the rendered files (in a temporary folder) as a build would."""
+    then validate the rendered files (in a temporary folder) as a build would; the summary
+    to print."""
+    import tempfile
+
+    from rulegen.build import validate
+    from rulegen.outdir import check_output
+    from rulegen.outdir.transaction import pending_journal
+
     if pending_journal(target) is not None:
         raise UsageError(
             f"--out {shown}: an interrupted build left it half-written; "
             "run `rulegen build` to complete it"
         )
+    out.progress.step(f"comparing {shown}/")
     found = check_output(result, target)
     if found:
         raise StaleOutput(found.diff, [(kind, f"{shown}/{name}") for kind, name in found.items()])
+    summary: list[str] = []
     if not args.no_validate:
         with tempfile.TemporaryDirectory(prefix="rulegen-check-") as folder:
             for name, text in result.files.items():
                 path = Path(folder, name)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
-            for line in validate(Path(folder), result, args.jobs, args.test_cache):
-                out.line(line)
-    out.line(f"{shown}: up to date ({len(result.files)} files)")
-    return 0
+            summary = validate(Path(folder), result, args.jobs, args.test_cache, out.progress)
+    return [*summary, f"{shown}: up to date ({len(result.files)} files)"]
 
 
 def _refuse_out_among_inputs(
@@ -261,6 +307,8 @@ def _refuse_out_among_inputs(
 ) -> None:
     """``--out`` may not be an input, hold one, or lie inside a folder of inputs: a build
     would write among (or over) the files it reads."""
+    from rulegen.load import display
+
     target = Path(os.path.realpath(out))
     for path in named:
         real = Path(os.path.realpath(path))
@@ -279,7 +327,10 @@ def _refuse_out_among_inputs(
 
 
 def _validate(args: argparse.Namespace, out: _Output) -> int:
-    catalog = _catalog(args.signals)
+    from rulegen.build import build
+    from rulegen.load import discover
+
+    catalog = _catalog(args.signals, out)
     inputs = discover(args.paths)
     result = build(inputs, catalog)
     out.line(f"{len(result.services)} spec(s) valid")
@@ -287,36 +338,56 @@ def _validate(args: argparse.Namespace, out: _Output) -> int:
 
 
 def _lint(args: argparse.Namespace, out: _Output) -> int:
+    from rulegen.lint import exit_code, lint
+    from rulegen.load import discover
+
     if args.list:
-        if args.format == "json":
-            checks = [
-                {"id": c.id, "severity": c.severity, "online": c.online, "summary": c.summary,
-                 "doc": c.doc}
-                for c in CHECKS
-            ]  # fmt: skip
-            out.document = json.dumps(checks, indent=2, ensure_ascii=False) + "\n"
-        else:
-            sys.stdout.write(listing())
-        return 0
-    catalog = _catalog(args.signals)
-    inputs = discover(args.paths or [Path("specs")])
-    findings = lint(
-        inputs.specs, catalog, args.prometheus, timeout=args.timeout, disable=args.disable
-    )
+        return _list_checks(out)
+    with out.progress:
+        catalog = _catalog(args.signals, out)
+        inputs = discover(args.paths or [Path("specs")])
+        findings = lint(inputs.specs, catalog, args.prometheus, timeout=args.timeout,
+                        disable=args.disable, progress=out.progress)  # fmt: skip
     if out.format == "text":
-        sys.stdout.write("".join(f"{d.finding()}\n" for d in findings))
+        shown = [f for f in findings if f.severity == "error"] if out.quiet else findings
+        sys.stdout.write("".join(f"{d.finding()}\n" for d in shown))
     else:
         out.findings = findings
     return exit_code(findings)
 
 
+def _list_checks(out: _Output) -> int:
+    """``lint --list``: the checks, as a table or (``--format json``) one JSON list."""
+    from rulegen.lint.registry import CHECKS, listing
+
+    if out.format == "json":
+        checks = [
+            {"id": c.id, "severity": c.severity, "online": c.online, "summary": c.summary,
+             "doc": c.doc}
+            for c in CHECKS
+        ]  # fmt: skip
+        out.document = json.dumps(checks, indent=2, ensure_ascii=False) + "\n"
+    else:
+        sys.stdout.write(listing())
+    return 0
+
+
+def _backtest(args: argparse.Namespace, out: _Output) -> int:
+    with out.progress:
+        return backtest.run(args, _catalog(args.signals, out), progress=out.progress)
+
+
 def _explain(args: argparse.Namespace) -> int:
+    from rulegen.explain import explain
+
     text = explain(args.spec, _catalog(args.signals))
     sys.stdout.write("".join(f"{printable(line)}\n" for line in text.splitlines()))
     return 0
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from rulegen.spec.models import spec_model
+
     schema = spec_model(_catalog(args.signals)).model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "rulegen spec (version 1)"
@@ -363,11 +434,13 @@ def _run(argv: list[str]) -> int:
     try:
         args = _parser().parse_args(argv)
         out.format = args.format if args.command in FORMATTED else "text"
+        out.quiet = getattr(args, "quiet", False)
+        out.progress = _progress(args)
         commands: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
             "build": _build,
             "validate": _validate,
             "lint": _lint,
-            "backtest": lambda a, _: backtest.run(a, _catalog(a.signals)),
+            "backtest": _backtest,
             "diff": lambda a, _: diff.run(a, _catalog(a.signals)),
             "explain": lambda a, _: _explain(a),
             "import": lambda a, _: importer.run(a),
@@ -392,6 +465,18 @@ def _run(argv: list[str]) -> int:
             out.errors = [Diagnostic("", 0, 0, FieldPath(), text, codes.IO)]
     out.finish()
     return code
+
+
+def _progress(args: argparse.Namespace) -> Reporter:
+    """Where the steps of ``build``, ``lint`` and ``backtest`` are shown: a status line on a
+    terminal's stderr, lines with ``--progress`` or ``--verbose``, nothing otherwise
+    (``backtest --progress`` is its bar of range queries, not these lines)."""
+    if not hasattr(args, "quiet"):
+        return Reporter("silent", sys.stderr)
+    asked = args.progress and args.command != "backtest"
+    tty = sys.stderr.isatty()
+    mode = choose_mode(quiet=args.quiet, verbose=args.verbose, progress=asked, tty=tty)
+    return Reporter(mode, sys.stderr)
 
 
 def _spec_error(exc: Any) -> None:

@@ -44,26 +44,34 @@ def fan_out(
     context: Context,
     items: Sequence[Item],
     jobs: int | None = None,
+    done: Callable[[], None] | None = None,
 ) -> list[Result]:
     """``[work(context, item) for item in items]``, in up to ``jobs`` processes (default: every
-    usable CPU) when the batch is large enough."""
+    usable CPU) when the batch is large enough; ``done`` is called in this process as each
+    result comes back, in order (a progress count)."""
     workers = min(jobs or usable_cpus(), len(items) // MIN_ITEMS_PER_WORKER)
     # fork is the only start method that shares the context for free, and only Linux's is
     # safe with the libraries loaded here (macOS defaults to spawn for that reason)
     if workers < 2 or not sys.platform.startswith("linux"):
-        return [work(context, item) for item in items]
+        return [_counted(work(context, item), done) for item in items]
     chunk = max(1, min(16, len(items) // (workers * 4)))
     try:
         with ProcessPoolExecutor(
             workers, mp_context=mp.get_context("fork"), initializer=_adopt,
             initargs=((work, context),),
         ) as pool:  # fmt: skip
-            return list(pool.map(_run, items, chunksize=chunk))
+            return [_counted(r, done) for r in pool.map(_run, items, chunksize=chunk)]
     except BrokenProcessPool:
         raise WorkerDied(
             "a worker process died (killed, or out of memory); nothing written. "
             "Rerun with --jobs 1 to build in one process"
         ) from None
+
+
+def _counted(result: Result, done: Callable[[], None] | None) -> Result:
+    if done is not None:
+        done()
+    return result
 
 
 class WorkerDied(RulegenError):

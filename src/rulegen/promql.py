@@ -272,6 +272,59 @@ def selectors(expr: str) -> list[tuple[str, str]]:
     return list(found)
 
 
+ANY_SERIES = "*"  # what ``metrics_read`` gives for a selector that names no metric
+_ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
+
+
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
+def metrics_read(expr: str) -> frozenset[str]:
+    """Every metric name an expression can read: ``ANY_SERIES`` for a selector without a
+    metric name (``{__name__=~"x.*"}``), ``ALERTS{X}`` for the ``ALERTS`` (or
+    ``ALERTS_FOR_STATE``) series of alert ``X`` when an ``alertname="X"`` matcher pins it,
+    plain ``ALERTS`` for those of any alert.
+
+    Why the over-approximation: it decides which generated tests may share a promtool run
+    (``rulegen.testruns``), where reading too much only costs speed, too little correctness.
+    """
+    found: set[str] = set()
+    stack: list[Any] = [promql_parser.parse(expr)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, promql_parser.VectorSelector):
+            found.add(_metric_of(node))
+            continue
+        children: list[Any] = []
+        if isinstance(node, promql_parser.MatrixSelector):
+            children = [node.vector_selector]
+        elif isinstance(
+            node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
+        ):
+            children = [node.expr]
+        elif isinstance(node, promql_parser.AggregateExpr):
+            children = [node.expr, node.param]
+        elif isinstance(node, promql_parser.BinaryExpr):
+            children = [node.lhs, node.rhs]
+        elif isinstance(node, promql_parser.Call):
+            children = list(node.args)
+        stack.extend(c for c in children if c is not None)
+    return frozenset(found)
+
+
+def _metric_of(node: Any) -> str:
+    matchers = list(node.matchers.matchers)
+    if node.matchers.or_matchers:
+        return ANY_SERIES
+    name = node.name or next(
+        (m.value for m in matchers if m.name == "__name__" and _OPS[str(m.op)] == "="), None
+    )
+    if not name:
+        return ANY_SERIES
+    if name in _ALERT_SERIES:
+        alert = [m.value for m in matchers if m.name == "alertname" and _OPS[str(m.op)] == "="]
+        return f"ALERTS{{{alert[0]}}}" if alert else "ALERTS"
+    return str(name)
+
+
 @lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
     """``name{a="b"}`` into its metric name and matchers; anything else raises ``ValueError``.

@@ -145,6 +145,7 @@ VALID: dict[str, Handler] = {
     "query_range": matrix(),
     "series": success([]),
     "targets": success({"activeTargets": [], "droppedTargets": []}),
+    "buildinfo": success({"version": "2.42.0"}),
 }
 
 

@@ -9,3 +9,15 @@ Modules: ``replay`` (pure: the alert state machine, episodes, flaps, threshold s
 ``query`` (range queries over HTTP, chunked), ``plot`` (PNG per alert, optional matplotlib),
 ``command`` (the ``backtest`` subcommand: arguments, specs → alerts → replay → output).
 """
+
+# The limits of a run, here rather than beside the code that applies them (``query``,
+# ``session``) because ``rulegen backtest --help`` prints them without importing that code.
+
+PARALLEL = 2
+"""Range-query chunks in flight at once by default (``--parallel``)."""
+TIMEOUT = 120.0
+"""The default deadline of each request (``--timeout``), in seconds."""
+MAX_EVALUATIONS = 10_000_000
+"""The most evaluation points one run may ask for, across all chosen alerts, their queries
+and the recordings computed from raw series (roughly 1,000 range queries of 11,000 points);
+more is refused before any query."""

@@ -18,34 +18,21 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rulegen import units
-from rulegen.backtest import plot
-from rulegen.backtest.deployed import Deployment
-from rulegen.backtest.query import (
-    MAX_POINTS,
-    PARALLEL,
-    TIMEOUT,
-    Client,
-)
-from rulegen.backtest.report import json_rows, rfc3339, text_report, write_plots
-from rulegen.backtest.session import (
-    MAX_EVALUATIONS,
-    left_open,
-    plan_deployment,
-    query_points,
-    replay_targets,
-)
-from rulegen.backtest.session import query_times as query_times  # re-exported for callers
-from rulegen.backtest.session import replay_build as replay_build  # re-exported for callers
-from rulegen.backtest.targets import Report, Target, recordings, targets
-from rulegen.build import build
-from rulegen.catalog import Catalog
+from rulegen.backtest import MAX_EVALUATIONS, PARALLEL, TIMEOUT
 from rulegen.catalog import folders as signal_folders
 from rulegen.errors import UsageError
-from rulegen.load import discover, display
+from rulegen.progress import Reporter
+from rulegen.progress import add_arguments as verbosity_arguments
 from rulegen.promapi import MAX_BYTES, timeout_arg
+
+if TYPE_CHECKING:  # the rest is imported by ``run``: ``rulegen --help`` needs none of it
+    from rulegen.backtest.deployed import Deployment
+    from rulegen.backtest.query import Client
+    from rulegen.backtest.targets import Report, Target
+    from rulegen.catalog import Catalog
 
 TIME_HELP = "RFC3339 (2026-01-01T00:00:00Z) or Unix seconds"
 LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
@@ -89,7 +76,18 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
                    help=f"range queries in flight at once (default: {PARALLEL}; the server "
                    "evaluates each on its own core)")  # fmt: skip
     signal_folders.add_arguments(p)
+    verbosity_arguments(p, progress=False)  # its own --progress is above
     return p
+
+
+def __getattr__(name: str) -> Any:
+    """``query_times`` and ``replay_build``, re-exported for callers from ``session`` when
+    first asked for (it imports the whole build)."""
+    if name in ("query_times", "replay_build"):
+        from rulegen.backtest import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _parallel_arg(text: str) -> int:
@@ -170,22 +168,37 @@ def _options(args: argparse.Namespace) -> tuple[tuple[int, int], int | None, flo
     return span, step, per_week
 
 
-def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -> int:
+def run(
+    args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None,
+    progress: Reporter | None = None,
+) -> int:  # fmt: skip
     """Run ``rulegen backtest``: build the specs, replay every chosen alert, print; 0 on
-    success (``UsageError``/``SpecError``/``ToolNotFoundError`` for ``cli`` to map)."""
+    success (``UsageError``/``SpecError``/``ToolNotFoundError`` for ``cli`` to map). Its
+    steps go to ``progress`` (``--verbose``, or a terminal's status line until the bar of
+    range queries takes over)."""
+    from rulegen.backtest import plot
+    from rulegen.backtest.query import Client
+    from rulegen.backtest.report import json_rows, text_report, write_plots
+    from rulegen.backtest.session import left_open, plan_deployment, query_points
+    from rulegen.backtest.targets import recordings, targets
+    from rulegen.build import build
+    from rulegen.load import discover, display
+
     stdout = out or sys.stdout
+    steps = progress or Reporter("silent", sys.stderr)
     span, step, per_week = _options(args)
     folder: Path | None = args.plot
     if folder is not None:
         plot.require_matplotlib()
         if folder.exists() and not folder.is_dir():
             raise UsageError(f"--plot {display(folder)}: exists and is not a directory")
-    result = build(discover(args.paths or [Path("specs")]), catalog)
+    result = build(discover(args.paths or [Path("specs")]), catalog, progress=steps)
     chosen = targets(result, args.alert or ())
     if not chosen:
         raise UsageError("no alerts in the specs")
     queries = 2 if (folder is not None or per_week is not None) else 1
     client = Client(args.prometheus, timeout=args.timeout, parallel=args.parallel)
+    steps.step("asking Prometheus")
     deployment = None if args.recorded else plan_deployment(client, result, chosen, span,
                                                              step, queries == 2)  # fmt: skip
     points = [query_points(t, span, step) for t in chosen]
@@ -194,10 +207,11 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     client.check()
     if deployment is not None:
         deployment.left_open = left_open(client)
-    bar = _progress_bar(args, points, queries)
+    bar = _progress_bar(args, points, queries, steps)
     recorded = recordings(result)
     reports = _replay_all(client, chosen, span, step, recorded, folder is not None, per_week,
                           bar, deployment)  # fmt: skip
+    steps.step("writing the report")
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         write_plots(reports, folder)
@@ -214,6 +228,8 @@ def _check_points(
 ) -> None:  # fmt: skip
     """Refuse, before any query, a run of more than ``MAX_EVALUATIONS`` points: the alerts'
     and those of the recordings computed from raw series (``recording_points``)."""
+    from rulegen.backtest.report import rfc3339
+
     total = alert_points + recording_points
     if total <= MAX_EVALUATIONS:
         return
@@ -229,12 +245,19 @@ def _check_points(
 
 
 def _progress_bar(
-    args: argparse.Namespace, points: Sequence[int], queries: int
-) -> ProgressBar | None:
-    """A bar counting range queries: ``queries`` per alert of ``points`` points each."""
+    args: argparse.Namespace, points: Sequence[int], queries: int, steps: Reporter
+) -> ProgressBar | Reporter | None:
+    """What counts the range queries (``queries`` per alert of ``points`` points each): the
+    bar, on a terminal or with ``--progress``; ``steps`` with ``--verbose``; else nothing."""
+    from rulegen.backtest.query import MAX_POINTS
+
+    total = sum(queries * -(-n // MAX_POINTS) for n in points)
+    steps.step("range queries", total=total)
+    if steps.mode in ("quiet", "verbose"):
+        return steps if steps.mode == "verbose" else None
     if not (args.progress or sys.stderr.isatty()):
         return None
-    total = sum(queries * -(-n // MAX_POINTS) for n in points)
+    steps.close()  # the bar takes the line over
     return ProgressBar(total, sys.stderr)
 
 
@@ -246,14 +269,30 @@ def _replay_all(
     recorded: frozenset[str],
     with_quantity: bool,
     per_week: float | None,
-    bar: ProgressBar | None,
+    bar: ProgressBar | Reporter | None,
     deployment: Deployment | None = None,
 ) -> list[Report]:
-    progress: Callable[[int], None] | None = bar.advance if bar else None
+    from rulegen.backtest.session import replay_targets
+
+    progress: Callable[[int], None] | None = None
+    if isinstance(bar, ProgressBar):
+        progress = bar.advance
+    elif bar is not None:
+        progress = _counter(bar)
     try:
         return replay_targets(client, chosen, span, step_ms=step, recorded=recorded,
                               with_quantity=with_quantity, per_week=per_week,
                               progress=progress, deployment=deployment)  # fmt: skip
     finally:
-        if bar is not None:
+        if isinstance(bar, ProgressBar):
             bar.finish()
+
+
+def _counter(steps: Reporter) -> Callable[[int], None]:
+    """A range-query progress callback (``count`` chunks done) that counts on ``steps``."""
+
+    def advance(count: int) -> None:
+        for _ in range(count):
+            steps.advance()
+
+    return advance

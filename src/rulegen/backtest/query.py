@@ -12,6 +12,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from decimal import Decimal
 
 from rulegen import promql
+from rulegen.backtest import PARALLEL, TIMEOUT
 from rulegen.backtest.replay import Labels
 from rulegen.promapi import PrometheusAPI, Series
 
@@ -56,10 +57,6 @@ def _seconds(ms: int) -> str:
     return str(Decimal(ms) / 1000)
 
 
-PARALLEL = 2
-"""Range-query chunks in flight at once by default (``--parallel``)."""
-TIMEOUT = 120.0
-"""The default deadline of each request (``--timeout``), in seconds."""
 ASK_LESS = "a shorter range (--from/--to), a larger --step or fewer alerts (--alert NAME)"
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from rulegen import gotemplate
+from rulegen.backtest import MAX_EVALUATIONS
 from rulegen.backtest.deployed import Deployment, Fetch, coverage, refusal
 from rulegen.backtest.query import (
     Client,
@@ -38,11 +39,6 @@ from rulegen.build import BuildResult
 from rulegen.errors import UsageError
 from rulegen.promapi import QueryRejected
 from rulegen.render.prometheus import quantity_promql
-
-MAX_EVALUATIONS = 10_000_000
-"""The most evaluation points one run may ask for, across all chosen alerts, their queries
-and the recordings computed from raw series (roughly 1,000 range queries of 11,000 points);
-more is refused before any query."""
 
 
 def query_times(target: Target, span: tuple[int, int], step_ms: int | None = None) -> list[int]:

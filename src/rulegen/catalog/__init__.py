@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from rulegen.catalog.definition import SignalDef
-from rulegen.catalog.trial import trial
 from rulegen.errors import Diagnostic, SpecError
-from rulegen.source.loader import LoadError, load_file, load_text
-from rulegen.source.locate import pydantic_diagnostics
+
+if TYPE_CHECKING:
+    from rulegen.catalog.definition import SignalDef
 
 FAMILIES = ("node", "vllm", "dcgm", "grpc", "smartctl", "weights")
 
@@ -46,6 +44,16 @@ class Catalog:
         return None
 
 
+def __getattr__(name: str) -> Any:
+    """``SignalDef``, imported when first asked for: it brings pydantic and Jinja2, which
+    ``folders`` (the command line's ``--signals``) does not need."""
+    if name == "SignalDef":
+        from rulegen.catalog.definition import SignalDef
+
+        return SignalDef
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Load built-in signals, then every ``*.yaml``/``*.yml`` of ``extra_dirs``."""
     signals: dict[str, SignalDef] = {}
@@ -69,6 +77,13 @@ def _add(
     display: str,
     path: Path | None,
 ) -> None:
+    from pydantic import ValidationError
+
+    from rulegen.catalog.definition import SignalDef
+    from rulegen.catalog.trial import trial
+    from rulegen.source.loader import LoadError, load_file, load_text
+    from rulegen.source.locate import pydantic_diagnostics
+
     try:
         doc = load_file(path, display) if path is not None else load_text(text or "", display)
     except LoadError as exc:

@@ -12,33 +12,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from rulegen.backtest import TIMEOUT
 from rulegen.backtest.command import parse_time
-from rulegen.backtest.query import TIMEOUT, Client
-from rulegen.catalog import Catalog
 from rulegen.catalog import folders as signal_folders
-from rulegen.diff.compare import compare
-from rulegen.diff.history import backtest_diff
-from rulegen.diff.model import Diff
-from rulegen.diff.report import json_report, markdown_report, text_report
-from rulegen.diff.versions import (
-    CURRENT,
-    Version,
-    VersionErrors,
-    build_version,
-    folder_version,
-    git_version,
-    raise_together,
-)
 from rulegen.errors import SpecError, UsageError
-from rulegen.load import discover, display
 from rulegen.promapi import MAX_BYTES, timeout_arg
 
+if TYPE_CHECKING:  # the rest is imported when the command runs: ``rulegen --help`` needs none
+    from rulegen.catalog import Catalog
+    from rulegen.diff.model import Diff
+    from rulegen.diff.versions import Version
+
 FORMATS = ("text", "markdown", "json")
-REPORTS = {"text": text_report, "markdown": markdown_report, "json": json_report}
 EPILOG = """exit codes:
   0  the diff was printed, whatever changed
   1  with --exit-code: something changed
@@ -104,6 +92,13 @@ def run(
 ) -> int:  # fmt: skip
     """Run ``rulegen diff``: both versions built, compared, printed in ``--format``; the exit
     code (``UsageError``/``SpecError``/``ToolNotFoundError`` for ``cli`` to map)."""
+    from rulegen.backtest.query import Client
+    from rulegen.diff.compare import compare
+    from rulegen.diff.history import backtest_diff
+    from rulegen.diff.report import json_report, markdown_report, text_report
+    from rulegen.load import display
+
+    reports = {"text": text_report, "markdown": markdown_report, "json": json_report}
     stdout, stderr = out or sys.stdout, err or sys.stderr
     span = _span(args)
     old, new = _versions(args, catalog)
@@ -117,12 +112,24 @@ def run(
         backtest_diff(diff, old, new, client, span)
         for warning in diff.warnings:
             stderr.write(f"rulegen: warning: {warning}\n")
-    stdout.write(REPORTS[args.format](diff))
+    stdout.write(reports[args.format](diff))
     return exit_code(diff, args.exit_code)
 
 
 def _versions(args: argparse.Namespace, catalog: Catalog) -> tuple[Version, Version]:
     """The base and the current version, built; the spec errors of both raised together."""
+    import tempfile
+
+    from rulegen.diff.versions import (
+        CURRENT,
+        VersionErrors,
+        build_version,
+        folder_version,
+        git_version,
+        raise_together,
+    )
+    from rulegen.load import discover
+
     paths: list[Path] = args.paths or [Path("specs")]
     inputs = discover(paths)
     old = new = None

@@ -17,14 +17,15 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from rulegen.errors import OutputConflict, UsageError, printable
 from rulegen.importer import KINDS
-from rulegen.importer.model import Importer, ImportOptions, ImportResult
-from rulegen.importer.writer import MARK, header, render_spec
-from rulegen.source.base import SERVICE_NAME
-from rulegen.source.loader import display
+
+# The model, the writer, the spec models and the loader are imported where they are used:
+# ``rulegen --help`` reads ``add_parser`` and needs none of them (YAML, pydantic).
+if TYPE_CHECKING:
+    from rulegen.importer.model import Importer, ImportResult
 
 SEVERITIES = ("critical", "warning", "info")
 
@@ -73,13 +74,17 @@ def importer(kind: str) -> Importer:
     function = getattr(module, "import_files", None)
     if not callable(function):
         raise UsageError(f"import {kind}: {name} has no import_files()")
-    return cast(Importer, function)
+    return cast("Importer", function)
 
 
 def run(
     args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
     """Run ``rulegen import``; the exit code (errors are raised for ``cli`` to report)."""
+    from rulegen.importer.model import ImportOptions
+    from rulegen.source.base import SERVICE_NAME
+    from rulegen.source.loader import display
+
     out, err = stdout or sys.stdout, stderr or sys.stderr
     if args.service is not None and not (
         re.match(SERVICE_NAME, args.service) and len(args.service) <= 63
@@ -122,6 +127,8 @@ def run(
 
 def _files(kind: str, result: ImportResult) -> dict[str, str]:
     """Every file to write, by its name under OUT_DIR, each with the import header."""
+    from rulegen.importer.writer import MARK, header, render_spec
+
     files: dict[str, str] = {}
     for service in result.services:
         files[f"{service.service}.yaml"] = header(kind, service.sources) + render_spec(service)
@@ -133,6 +140,8 @@ def _files(kind: str, result: ImportResult) -> dict[str, str]:
 
 def _refuse_foreign(target: Path, files: dict[str, str]) -> None:
     """An existing file that ``rulegen import`` did not write is never replaced."""
+    from rulegen.source.loader import display
+
     problems = []
     if target.exists() and not target.is_dir():
         problems.append(f"-o {display(target)}: is a file, not a folder")
@@ -148,6 +157,8 @@ def _refuse_foreign(target: Path, files: dict[str, str]) -> None:
 
 
 def _ours(path: Path) -> bool:
+    from rulegen.importer.writer import MARK
+
     try:
         with path.open("rb") as handle:
             return handle.read(len(MARK)) == MARK.encode()

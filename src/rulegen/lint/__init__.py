@@ -9,17 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rulegen.catalog import Catalog
 from rulegen.errors import Diagnostic, SpecError, UsageError
 from rulegen.lint.check import TIMEOUT, Check, Scope, Server
-from rulegen.lint.registry import BY_ID, CHECKS
-from rulegen.lint.suppress import Suppressions, scan, unknown
-from rulegen.load import display, load_inputs, read_user_test
-from rulegen.source.fields import Collector
-from rulegen.source.loader import LoadError, Positions, load_text, read_source
+from rulegen.progress import Progress, Silent
+
+if TYPE_CHECKING:
+    from rulegen.catalog import Catalog
+    from rulegen.lint.registry import CHECKS
+    from rulegen.lint.suppress import Suppressions
+    from rulegen.source.loader import Positions
 
 __all__ = ["CHECKS", "TIMEOUT", "Check", "exit_code", "lint"]
+
+
+def __getattr__(name: str) -> Any:
+    """``CHECKS``, imported when first asked for: the registry imports every check and the
+    spec models behind them, which ``lint --help`` (``TIMEOUT``) does not need."""
+    if name == "CHECKS":
+        from rulegen.lint.registry import CHECKS
+
+        return CHECKS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def lint(
@@ -30,24 +42,63 @@ def lint(
     timeout: float = TIMEOUT,
     disable: Collection[str] = (),
     user_tests: Sequence[Path] | None = None,
+    progress: Progress | None = None,
 ) -> list[Diagnostic]:
     """Every finding on the spec files, in file order (``SpecError`` if a spec does not even
     build, or a disable comment names no check); with ``prometheus``, the online checks too
     (each request ends within ``timeout`` seconds). The checks in ``disable`` do not run.
     ``user_tests`` are the user's promtool tests (default: those in the ``tests/`` folder
-    beside each spec file, where ``build`` finds them)."""
+    beside each spec file, where ``build`` finds them). Each step, and each spec checked, is
+    reported on ``progress``."""
+    from rulegen.lint.registry import BY_ID, CHECKS
+    from rulegen.lint.suppress import unknown
+    from rulegen.load import load_inputs
+    from rulegen.source.fields import Collector
+
+    steps = progress or Silent()
     bad = unknown(sorted(disable), BY_ID)
     if bad:
         raise UsageError(_unknown_message(bad))
+    steps.step("loading specs")
     loaded = load_inputs(files, catalog)
+    sources = _sources(files, loaded.positions)
+    checks = [c for c in CHECKS if c.id not in disable and (prometheus or not c.online)]
+    server = Server(prometheus, timeout) if prometheus and any(c.online for c in checks) else None
+    for check in checks:
+        if server is not None and check.prepare is not None:
+            steps.step(f"asking Prometheus for {check.id}")
+            check.prepare(server)
+    tested = _tested_alerts(files if user_tests is None else None, user_tests or ())
+    findings: list[Diagnostic] = []
+    steps.step("checking specs", total=len(loaded.specs))
+    for spec in loaded.specs:
+        positions, suppressions = sources[spec.source]
+        collector = Collector(positions)
+        for check in checks:
+            check.run(Scope(check, spec, collector, server, tested))
+        findings += [d for d in collector.diagnostics if not suppressions.silences(d, positions)]
+        steps.advance()
+    return sorted(findings, key=Diagnostic.sort_key)
+
+
+def _sources(
+    files: Sequence[Path], known: dict[str, Positions]
+) -> dict[str, tuple[Positions, Suppressions]]:
+    """Each spec file's positions (``known``: those loading found, with the values it
+    inherits) and its ``# rulegen: disable=`` comments; ``SpecError`` for a comment naming no
+    check."""
+    from rulegen.lint.registry import BY_ID
+    from rulegen.lint.suppress import scan
+    from rulegen.load import display
+    from rulegen.source.loader import LoadError, load_text, read_source
+
     sources: dict[str, tuple[Positions, Suppressions]] = {}
     problems: list[Diagnostic] = []
     for path in files:
         name = display(path)
         try:
             text = read_source(path, name)
-            # a spec's own positions, with those of the values it inherits (extends:)
-            positions = loaded.positions.get(name) or load_text(text, name).positions
+            positions = known.get(name) or load_text(text, name).positions
         except LoadError as exc:  # it changed since it was loaded
             raise SpecError([exc.diagnostic]) from None
         suppressions, wrong = scan(name, text, BY_ID)
@@ -55,26 +106,16 @@ def lint(
         problems += wrong
     if problems:
         raise SpecError(problems)
-    checks = [c for c in CHECKS if c.id not in disable and (prometheus or not c.online)]
-    server = Server(prometheus, timeout) if prometheus and any(c.online for c in checks) else None
-    for check in checks:
-        if server is not None and check.prepare is not None:
-            check.prepare(server)
-    tested = _tested_alerts(files if user_tests is None else None, user_tests or ())
-    findings: list[Diagnostic] = []
-    for spec in loaded.specs:
-        positions, suppressions = sources[spec.source]
-        collector = Collector(positions)
-        for check in checks:
-            check.run(Scope(check, spec, collector, server, tested))
-        findings += [d for d in collector.diagnostics if not suppressions.silences(d, positions)]
-    return sorted(findings, key=Diagnostic.sort_key)
+    return sources
 
 
 def _tested_alerts(specs: Sequence[Path] | None, user_tests: Sequence[Path]) -> frozenset[str]:
     """Every ``alertname`` an ``alert_rule_test`` of the user's promtool tests checks (the
     tests are those given, or, for ``specs``, the ``*.yml``/``*.yaml`` in ``tests/`` beside
     each spec file)."""
+    from rulegen.load import display, read_user_test
+    from rulegen.source.loader import load_text
+
     paths = list(user_tests)
     for folder in dict.fromkeys(p.parent / "tests" for p in specs or ()):
         if folder.is_dir():

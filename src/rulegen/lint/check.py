@@ -12,13 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from rulegen import units
 from rulegen.errors import FieldPath, Severity
 from rulegen.promapi import PrometheusAPI
-from rulegen.service import ResolvedSpec
-from rulegen.source.fields import Collector
-from rulegen.source.loader import Positions, Where
+
+if TYPE_CHECKING:  # types only: ``lint --help`` reads ``TIMEOUT`` without loading the specs
+    from rulegen.service import ResolvedSpec
+    from rulegen.source.fields import Collector
+    from rulegen.source.loader import Positions, Where
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 MIN_SCRAPES_PER_WINDOW = 4  # one failed scrape plus ingestion races (Robust Perception)
