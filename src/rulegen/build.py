@@ -60,6 +60,7 @@ LOAD_STEP = "specs loaded and rendered"
 CHECK_STEP = "promtool check rules"
 TEST_STEP = "promtool test files"
 OTHER_STEP = "amtool and the other checks"
+RECORDED = "unchanged since a recorded pass"
 
 
 @dataclass
@@ -500,32 +501,54 @@ def validate(
     steps = progress or Silent()
     rules = sorted(name for name in result.files if name.startswith("prometheus/"))
     tests = sorted(name for name in result.files if name.startswith("tests/"))
+    identity = promtool.build_info()  # one --version: the printed release and the cache key
+    cache = TestCache(test_cache, identity) if test_cache and identity else None
     steps.step(CHECK_STEP)
+    summary = [promtool.version_line(identity), _check_rules(folder, result, rules, cache)]
+    if tests:
+        summary.extend(_validate_tests(folder, result, tests, jobs, cache, steps))
+        if test_cache and not cache:
+            summary.append("warning: promtool prints no version; --test-cache not used")
+    steps.step(OTHER_STEP)
+    summary.extend(check_targets(result.files))
+    if routing_files.CONFIG in result.files:
+        summary.extend(
+            validate_routing(folder, result.routing_cases, result.routing_origins, cache)
+        )
+    summary.extend(f"warning: {report}" for report in result.reports)
+    return summary
+
+
+def _check_rules(
+    folder: Path, result: BuildResult, rules: list[str], cache: TestCache | None
+) -> str:
+    """``promtool check rules`` on every rule file, unless the cache holds a pass of exactly
+    these files by this promtool; the summary line, or ``ValidationFailed``."""
+    key = None
+    if cache is not None:
+        try:
+            parts = [(name, (folder / name).read_bytes()) for name in rules]
+        except OSError:
+            parts = None
+        key = cache.key_of(cache.promtool_version, "check rules", parts) if parts else None
+        if cache.passed(key):
+            return f"promtool check rules: {len(rules)} file(s) ok ({RECORDED})"
     checked = promtool.check_rules(rules, folder)
     if not checked.ok:
         raise ValidationFailed(
             _map_rule_errors(checked.messages, result), "promtool check rules failed:"
         )
-    version = promtool.version()
-    summary = [version, f"promtool check rules: {len(rules)} file(s) ok"]
-    if tests:
-        summary.extend(_validate_tests(folder, result, tests, jobs, test_cache, steps))
-    steps.step(OTHER_STEP)
-    summary.extend(check_targets(result.files))
-    if routing_files.CONFIG in result.files:
-        summary.extend(validate_routing(folder, result.routing_cases, result.routing_origins))
-    summary.extend(f"warning: {report}" for report in result.reports)
-    return summary
+    if cache is not None:
+        cache.remember(key, "check rules")
+    return f"promtool check rules: {len(rules)} file(s) ok"
 
 
 def _validate_tests(
     folder: Path, result: BuildResult, tests: list[str], jobs: int | None,
-    test_cache: Path | None, steps: Progress,
+    cache: TestCache | None, steps: Progress,
 ) -> list[str]:  # fmt: skip
     """``promtool test rules`` on each test file the cache does not vouch for; the summary
     lines, or ``ValidationFailed``."""
-    identity = promtool.build_info() if test_cache else None
-    cache = TestCache(test_cache, identity) if test_cache and identity else None
     keys = {
         name: cache.key(folder, name, _known(result.loads.get(name))) if cache else None
         for name in tests
@@ -553,8 +576,6 @@ def _validate_tests(
     if cache:
         line += f" ({len(tests) - len(due)} unchanged since a recorded pass, not rerun)"
     summary = [line]
-    if test_cache and not cache:
-        summary.append("warning: promtool prints no version; --test-cache not used")
     if unrecorded:
         summary.append(f"warning: test cache not updated: {unrecorded[0]}")
     return summary

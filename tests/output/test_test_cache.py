@@ -73,7 +73,8 @@ def test_a_second_build_reruns_only_the_changed_service(in_tmp: Path, cli: Cli) 
     assert _tests_line(first) == (
         "promtool test rules: 3 file(s) passed (0 unchanged since a recorded pass, not rerun)"
     )
-    assert len(list((in_tmp / "cache").iterdir())) == 3
+    # one marker per test file, and one for `promtool check rules` on the rule files
+    assert len(list((in_tmp / "cache").iterdir())) == 4
     again = cli("build", "--test-cache", "cache")
     assert _tests_line(again).endswith("(3 unchanged since a recorded pass, not rerun)")
     _repo(in_tmp, web_limit=12)
@@ -81,6 +82,52 @@ def test_a_second_build_reruns_only_the_changed_service(in_tmp: Path, cli: Cli) 
     assert changed.code == 0, changed.err
     # web's generated test and the user's test (it loads web's rules) run again; api's does not
     assert _tests_line(changed).endswith("(1 unchanged since a recorded pass, not rerun)")
+
+
+ROUTING = """\
+version: 1
+routing:
+  default_receiver: platform
+  receivers:
+    - {name: platform, webhook: {url: 'http://sink:9095/platform'}}
+    - {name: storage, webhook: {url: 'http://sink:9095/storage'}}
+  routes:
+    - match: {severity: critical}
+      receiver: storage
+"""
+
+
+def _lines(result: CliResult, *starts: str) -> list[str]:
+    return [line for line in result.out.splitlines() if line.startswith(starts)]
+
+
+@pytest.mark.slow
+def test_the_rule_check_and_amtool_checks_are_recorded_and_rerun_on_a_change(
+    in_tmp: Path, cli: Cli
+) -> None:
+    _repo(in_tmp)
+    write_tree(in_tmp, {"specs/routing.yaml": ROUTING})
+    checks = ("promtool check rules", "amtool")
+    first = cli("build", "--test-cache", "cache")
+    assert first.code == 0, first.err
+    assert not any("recorded" in line for line in _lines(first, *checks)), first.out
+    again = cli("build", "--test-cache", "cache")
+    assert [line.split(": ", 1)[0] for line in _lines(again, *checks)] == [
+        "promtool check rules", "amtool check-config", "amtool routing tests",
+    ]  # fmt: skip
+    assert all(line.endswith("(unchanged since a recorded pass)")
+               for line in _lines(again, *checks)), again.out  # fmt: skip
+    write_tree(in_tmp, {"specs/routing.yaml": ROUTING.replace("critical", "warning")})
+    rerouted = cli("build", "--test-cache", "cache")
+    assert rerouted.code == 0, rerouted.err
+    assert _lines(rerouted, "amtool") == [
+        "amtool check-config: alertmanager.yml ok",
+        f"amtool routing tests: {_lines(again, 'amtool routing')[0].split()[3]} passed",
+    ]
+    assert _lines(rerouted, "promtool check")[0].endswith("(unchanged since a recorded pass)")
+    _repo(in_tmp, web_limit=12)
+    changed = cli("build", "--test-cache", "cache")
+    assert _lines(changed, "promtool check") == ["promtool check rules: 2 file(s) ok"]
 
 
 @pytest.mark.slow

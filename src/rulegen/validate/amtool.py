@@ -37,6 +37,13 @@ def _run(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return run_tool(argv, cwd, TIMEOUT_SECONDS)
 
 
+def build_info() -> str | None:
+    """amtool's whole ``--version`` text, or ``None`` when it prints none: what identifies the
+    binary whose routing results the test cache reuses."""
+    result = _run([find_amtool(), "--version"], Path.cwd())
+    return (result.stdout or result.stderr).strip() or None
+
+
 def check_config(config: str, cwd: Path) -> ToolResult:
     """``amtool check-config``: syntax, receivers, templates."""
     result = _run([find_amtool(), "check-config", config], cwd)

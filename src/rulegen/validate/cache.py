@@ -1,4 +1,5 @@
-"""Remember which promtool test files passed, keyed by everything their result depends on.
+"""Remember which checks passed, keyed by everything their result depends on: promtool test
+files, and (``key_of``) promtool's rule check and amtool's routing checks of a folder.
 
 Why: a fleet's generated tests take promtool about half a CPU-minute per service, hours for a
 thousand services, while a change to one spec changes one service's files. A test file's
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from rulegen.source.loader import LoadError, decode_source, load_text
@@ -57,6 +59,16 @@ class TestCache:
                 digest.update(name.encode() + b"\0" + (path.parent / name).read_bytes() + b"\0")
             except OSError:
                 return None
+        return digest.hexdigest()
+
+    def key_of(self, tool: str, kind: str, parts: Sequence[tuple[str, bytes]]) -> str:
+        """The hash of a check's whole input: the binary that runs it (``tool``: its whole
+        ``--version`` text), what it is (``kind``), and each named input's bytes."""
+        digest = hashlib.sha256()
+        for part in (KEY_VERSION, tool, kind):
+            digest.update(part.encode() + b"\0")
+        for name, data in parts:
+            digest.update(name.encode() + b"\0" + data + b"\0")
         return digest.hexdigest()
 
     def passed(self, key: str | None) -> bool:

@@ -70,8 +70,12 @@ def find_promtool() -> str:
 
 def version(runner: Runner = _default_runner) -> str:
     """promtool's version (``promtool, version 2.42.0+ds``), printed with the results."""
-    result = runner([find_promtool(), "--version"], Path.cwd())
-    lines = (result.stdout or result.stderr).splitlines()
+    return version_line(build_info(runner))
+
+
+def version_line(build: str | None) -> str:
+    """The release line of ``build_info``'s text (one ``--version`` run serves both)."""
+    lines = (build or "").splitlines()
     return lines[0].split(" (", 1)[0] if lines else "promtool (unknown version)"
 
 
