@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -113,6 +114,10 @@ def _render(compile_: Callable[[str], Template], source: str, context: Mapping[s
 
 def render_promql(template: str, context: Mapping[str, Any]) -> str:
     """Render a catalog PromQL template; trailing spaces and blank edges removed."""
+    return _remembered("promql", template, context, _promql_text)
+
+
+def _promql_text(template: str, context: Mapping[str, Any]) -> str:
     text = _render(_promql_template, template, context)
     lines = [line.rstrip() for line in text.strip().splitlines()]
     return "\n".join(line for line in lines if line)
@@ -120,7 +125,54 @@ def render_promql(template: str, context: Mapping[str, Any]) -> str:
 
 def render_text(template: str, context: Mapping[str, Any]) -> str:
     """Render a catalog annotation template (``[[ ]]`` delimiters; Go ``{{ }}`` passes through)."""
+    return _remembered("text", template, context, _plain_text)
+
+
+def _plain_text(template: str, context: Mapping[str, Any]) -> str:
     return " ".join(_render(_text_template, template, context).split())
+
+
+# A template's output is a pure function of its source and context, and a fleet renders the
+# same catalog recipes with the same values thousands of times: renders whose context holds
+# only plain values are remembered, keyed by each value's repr (so 1, True, Decimal("1") and
+# Decimal("1.0"), equal as numbers, stay apart). A failure is never remembered.
+_PLAIN = (str, int, Decimal, Fraction, bool, type(None))
+_MEMO: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
+_VALUES: dict[tuple[str, str, tuple[tuple[str, str], ...]], Any] = {}
+_MEMO_LIMIT = 65536
+
+
+def _remembered(
+    kind: str,
+    template: str,
+    context: Mapping[str, Any],
+    render: Callable[[str, Mapping[str, Any]], str],
+) -> str:
+    key = _key(context)
+    if key is None:
+        return render(template, context)
+    full = (kind, template, key)
+    text = _MEMO.get(full)
+    if text is None:
+        text = render(template, context)
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        _MEMO[full] = text
+    return text
+
+
+def _key(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
+    """The context as ``(name, repr)`` pairs, or ``None`` when a value is not plain data
+    (tuples of plain values count; a list, a dict or an object is rendered every time)."""
+    if not all(_is_plain(value) for value in context.values()):
+        return None
+    return tuple(sorted((name, repr(value)) for name, value in context.items()))
+
+
+def _is_plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_plain(item) for item in value)
+    return type(value) in _PLAIN
 
 
 _DECIMAL_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d+|\d+e-?\d+)(?![\w.])")
@@ -130,7 +182,23 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
     """Evaluate a small sandboxed expression of a test recipe (``900 * q``) in exact decimals.
 
     Why: decimal literals become ``Decimal`` values, so ``0.5 * q`` never mixes floats in.
+    A plain result of a plain context is remembered, as renders are.
     """
+    key = _key(context)
+    if key is None:
+        return _evaluated(expression, context)
+    full = ("evaluate", expression, key)
+    if full in _VALUES:
+        return _VALUES[full]
+    value = _evaluated(expression, context)
+    if _is_plain(value):
+        if len(_VALUES) >= _MEMO_LIMIT:
+            _VALUES.clear()
+        _VALUES[full] = value
+    return value
+
+
+def _evaluated(expression: str, context: Mapping[str, Any]) -> Any:
     literals: dict[str, Decimal] = {}
 
     def name(match: re.Match[str]) -> str:
