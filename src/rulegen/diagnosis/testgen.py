@@ -11,6 +11,7 @@ piecewise-linear counters, histogram interpolation, ``avg_over_time`` of a recor
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -128,6 +129,11 @@ def diagnosis_test(diagnosis: ResolvedDiagnosis, evaluation: Decimal, scrape: De
     raise SynthError(f"{problem}; move the thresholds slightly")
 
 
+_COMPARE: dict[str, Callable[[Fraction, Fraction], bool]] = {
+    ">": operator.gt, "<": operator.lt, "<=": operator.le,
+}  # fmt: skip
+
+
 class _Retry(Exception):
     """These test values cannot give an exact expectation; try the next factor."""
 
@@ -155,6 +161,9 @@ class _Model:
         # still reads low and would look "fine".
         self.gpu_on = _ceil(self.window, scrape)
         self._prefix: dict[str, list[tuple[Fraction, int]]] = {}
+        self._rates: dict[tuple[str, Fraction], Fraction | None] = {}
+        # exact thresholds, converted once: the timeline compares against them every step
+        self._threshold = {e.quantity: Fraction(e.threshold) for e in diagnosis.evidence}
 
     # --- values ------------------------------------------------------------------------
 
@@ -174,7 +183,7 @@ class _Model:
 
     def target(self, item: Evidence, state: str) -> Fraction:
         """The settled value of a quantity in a host's state."""
-        threshold = Fraction(item.threshold)
+        threshold = self._threshold[item.quantity]
         if state == "idle":
             return Fraction(0)
         if item.quantity == "ttft":
@@ -212,6 +221,14 @@ class _Model:
         return level * min(t, self.window) / self.window
 
     def tokens_rate(self, host: _Host, t: Fraction) -> Fraction | None:
+        """The recorded generation rate at ``t`` (remembered: the baseline's mean and the
+        current reading ask for the same evaluations again and again)."""
+        key = (host.name, t)
+        if key not in self._rates:
+            self._rates[key] = self._tokens_rate(host, t)
+        return self._rates[key]
+
+    def _tokens_rate(self, host: _Host, t: Fraction) -> Fraction | None:
         if t < self.scrape:
             return None
         return (self._tokens(host, t) - self._tokens(host, max(t - self.window, Fraction(0)))) / (
@@ -265,11 +282,11 @@ class _Model:
             v = self.value(item.quantity, host, t)
             if v is None:
                 return False
-            threshold = Fraction(item.threshold)
+            threshold = self._threshold[item.quantity]
             exact = item.quantity == "waiting"  # a count: no float noise to fear
-            if not exact and abs(v - threshold) <= abs(threshold) * Fraction(1, 10**9):
+            if not exact and abs(v - threshold) * 10**9 <= abs(threshold):
                 raise _Retry(f"{item.quantity} meets its threshold exactly at {float(t)}s")
-            if not {">": v > threshold, "<": v < threshold, "<=": v <= threshold}[item.op]:
+            if not _COMPARE[item.op](v, threshold):
                 return False
         return True
 
