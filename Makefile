@@ -2,8 +2,28 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# pytest processes `make test-fast` runs side by side, one per core (FAST_JOBS=1: one process)
-FAST_JOBS ?= 2
+# pytest processes `make test` and `make test-fast` run side by side, one per core (JOBS=1:
+# one process); each runs whole test files, shared out by cost (tests/support/shards.py)
+JOBS      ?= 2
+FAST_JOBS ?= $(JOBS)
+
+# pytest in $(1) processes side by side (--shard i/$(1)) with the arguments $(2): the first
+# prints as it goes, the others' output follows. First the package is compiled to bytecode
+# once (PYTHONDONTWRITEBYTECODE=1 environments otherwise compile it in every `rulegen`
+# process the tests start; nothing is done when it is up to date).
+define run_shards
+	-@$(BIN)/python -m compileall -q src
+	@status=0; logs=""; pids=""; \
+	trap 'kill $$pids 2>/dev/null; exit 130' INT TERM; \
+	for i in $$(seq 2 $(1)); do \
+	  log=$$(mktemp); logs="$$logs $$log"; \
+	  $(BIN)/pytest -q $(2) --shard $$i/$(1) >$$log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	$(BIN)/pytest -q $(2) --shard 1/$(1) || status=1; \
+	for pid in $$pids; do wait $$pid || status=1; done; \
+	for log in $$logs; do cat $$log; rm -f $$log; done; \
+	exit $$status
+endef
 
 .PHONY: help install build check test test-fast lint fmt typecheck update-golden check-rules schema ci
 
@@ -24,19 +44,11 @@ build: install ## build specs/ into rules/ (render + promtool check + promtool t
 check: install ## fail when the committed rules/ is stale
 	$(BIN)/rulegen build --check
 
-test: install ## the whole test suite (needs promtool: apt-get install prometheus)
-	$(BIN)/pytest -q
+test: install ## the whole test suite, JOBS=2 processes at once (needs promtool: apt-get install prometheus)
+	$(call run_shards,$(JOBS),)
 
 test-fast: install ## the tests not marked slow (no promtool, no servers), FAST_JOBS=2 at once
-	@status=0; logs=""; pids=""; \
-	for i in $$(seq 2 $(FAST_JOBS)); do \
-	  log=$$(mktemp); logs="$$logs $$log"; \
-	  $(BIN)/pytest -q -m "not slow" --shard $$i/$(FAST_JOBS) >$$log 2>&1 & pids="$$pids $$!"; \
-	done; \
-	$(BIN)/pytest -q -m "not slow" --shard 1/$(FAST_JOBS) || status=1; \
-	for pid in $$pids; do wait $$pid || status=1; done; \
-	for log in $$logs; do cat $$log; rm -f $$log; done; \
-	exit $$status
+	$(call run_shards,$(FAST_JOBS),-m "not slow")
 
 lint: install ## ruff + mypy --strict
 	$(BIN)/ruff check src tests benchmarks

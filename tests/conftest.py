@@ -8,7 +8,10 @@ stays fast.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from support import shards
 
 from rulegen.catalog import load_catalog
 from rulegen.cli import run
@@ -91,6 +95,10 @@ def _watch_starts() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001  # pytest's hook signature
+    # Go's collector in the promtool, Prometheus and Alertmanager processes the tests start:
+    # collecting at 5x the live heap instead of 2x spares promtool about an eighth of its CPU
+    # (the suite's main cost) for a few hundred MB; what the tools compute is the same.
+    os.environ.setdefault("GOGC", "400")
     _watch_starts()
 
 
@@ -128,17 +136,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--shard",
         metavar="I/N",
-        help="run only every N-th selected test, starting with the I-th (make test-fast runs "
-        "the N slices side by side, one per core)",
+        help="run only the I-th of N shares of the selected tests: whole test files, balanced "
+        "by their cost (tests/support/shards.py); make test and make test-fast run the N "
+        "shares side by side, one per core",
     )
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--shard I/N``: keep the I-th of N interleaved slices of the selected tests.
+    """``--shard I/N``: keep the I-th of N shares of the selected tests.
 
-    Why interleaved: neighbouring tests (the rows of one table) cost about the same, so every
-    slice gets a fair share of the slow tables and the slices finish together.
+    Why whole files, balanced by a table of their cost: see ``support/shards.py``.
     """
     shard = config.getoption("--shard")
     if shard is None:
@@ -146,9 +154,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     index, _, count = str(shard).partition("/")
     if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
         raise pytest.UsageError(f"--shard {shard}: expected I/N with 1 <= I <= N, like 1/2")
-    start, step = int(index) - 1, int(count)
-    config.hook.pytest_deselected(items=[item for n, item in enumerate(items) if n % step != start])
-    items[:] = items[start::step]
+    plan = shards.assign(
+        [
+            (item.nodeid.split("::")[0], item.get_closest_marker("slow") is not None)
+            for item in items
+        ],
+        int(count),
+    )
+    keep = int(index) - 1
+    config.hook.pytest_deselected(
+        items=[item for item, (shard, _, _) in zip(items, plan, strict=True) if shard != keep]
+    )
+    # The files of this share, longest first; a stable sort keeps each file's tests together
+    # and in their order.
+    mine = sorted(
+        ((item, cost, unit) for item, (shard, cost, unit) in zip(items, plan, strict=True)
+         if shard == keep),
+        key=lambda entry: (-entry[1], entry[2]),
+    )  # fmt: skip
+    items[:] = [item for item, _, _ in mine]
 
 
 @pytest.fixture
@@ -207,6 +231,38 @@ def run_rulegen(*argv: str, cwd: Path, env: Mapping[str, str] | None = None) -> 
         timeout=300,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@dataclass(frozen=True)
+class ExampleBuild:
+    """The example (``specs/`` and ``signals/``) built once, fully validated, in ``root``.
+
+    ``cache`` is the ``--test-cache`` folder of that build: it started empty, so promtool ran
+    every test file, and it now vouches for exactly the bytes that passed.
+    """
+
+    root: Path
+    result: CliResult
+    cache: Path
+
+
+@pytest.fixture(scope="session")
+def example_build(tmp_path_factory: pytest.TempPathFactory) -> ExampleBuild:
+    """One validated build of the example for the whole session.
+
+    Why: the example's SLO tests take promtool about 40 CPU-seconds. The test whose point is
+    that build (``test_cli.py``) checks this one; tests whose point is something else (the
+    committed rules are not stale, a failing user test) pass ``--test-cache`` with its
+    cache, so the example's unchanged files are not run again while whatever they change is.
+    """
+    root = tmp_path_factory.mktemp("example")
+    shutil.copytree(REPO / "specs", root / "specs")
+    shutil.copytree(REPO / "signals", root / "signals")
+    cache = tmp_path_factory.mktemp("example-test-cache")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(root), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(["build", "--test-cache", str(cache)])
+    return ExampleBuild(root, CliResult(code, out.getvalue(), err.getvalue()), cache)
 
 
 def rendered_rules(root: Path, files: Mapping[str, str]) -> Path:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, CliResult, run_rulegen, write_tree
+from conftest import REPO, CliResult, ExampleBuild, run_rulegen, write_tree
 
 Cli = Callable[..., CliResult]
 
@@ -29,15 +29,13 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_build_regenerates_the_committed_rules_byte_for_byte(in_tmp: Path, cli: Cli) -> None:
-    _copy_example(in_tmp)
-    committed = _snapshot(in_tmp / "rules")
-    shutil.rmtree(in_tmp / "rules")
-    result = cli("build")
+def test_build_regenerates_the_committed_rules_byte_for_byte(example_build: ExampleBuild) -> None:
+    # The session's build of a copy of specs/ and signals/, with no rules/ and an empty cache.
+    result = example_build.result
     assert result.code == 0, result.err
     assert "promtool test rules: 6 file(s) passed" in result.out
     assert "amtool routing tests: 31 passed" in result.out
-    assert _snapshot(in_tmp / "rules") == committed
+    assert _snapshot(example_build.root / "rules") == _snapshot(REPO / "rules")
 
 
 def test_check_is_green_on_a_clean_tree(in_tmp: Path, cli: Cli) -> None:
@@ -92,15 +90,17 @@ def test_two_builds_write_identical_bytes(in_tmp: Path, cli: Cli) -> None:
 
 @pytest.mark.slow
 def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
-    in_tmp: Path, cli: Cli
+    in_tmp: Path, cli: Cli, example_build: ExampleBuild
 ) -> None:
+    # The session's test cache spares the example's SLO test files, which this edit leaves as
+    # they passed there; the user test and the service's test file (its rules change) run.
     _copy_example(in_tmp)
     user_test = in_tmp / "specs" / "tests" / "gpu-temperature.test.yml"
     user_test.write_text(user_test.read_text().replace("at 88°C\n", "at 89°C\n"))
     spec = in_tmp / "specs" / "llm-serving.yaml"
     spec.write_text(spec.read_text().replace("threshold: 5ms", "threshold: 7ms"))
     before = _snapshot(in_tmp / "rules")
-    result = cli("build")
+    result = cli("build", "--test-cache", str(example_build.cache))
     assert result.code == 1
     line = spec.read_text().splitlines().index("  - signal: custom") + 1
     assert f"specs/llm-serving.yaml:{line}:5: alerts[20]: alertname: GpuTemperatureHigh" in (

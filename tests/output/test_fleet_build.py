@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +42,17 @@ def _pid(_context: None, item: int) -> tuple[int, int]:
     return item, os.getpid()
 
 
+def _pid_among_two(folder: Path, item: int) -> tuple[int, int]:
+    """``_pid``, once two processes have taken items. Why: on a busy machine the first worker
+    can take every chunk of such quick items before the second is scheduled, so each waits
+    (30 s at most) until a second worker has left its mark in ``folder``."""
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 30
+    while len(list(folder.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return item, os.getpid()
+
+
 def _die_on_seven(_context: None, item: int) -> int:
     if item == 7:
         os._exit(9)  # what the OOM killer leaves behind: no exception, no result
@@ -55,8 +67,8 @@ def _fail_on_seven(_context: None, item: int) -> int:
 
 @TWO_CORES
 @pytest.mark.slow
-def test_a_large_batch_runs_in_worker_processes_and_keeps_its_order() -> None:
-    results = fanout.fan_out(_pid, None, list(range(40)))
+def test_a_large_batch_runs_in_worker_processes_and_keeps_its_order(tmp_path: Path) -> None:
+    results = fanout.fan_out(_pid_among_two, tmp_path, list(range(40)))
     assert [item for item, _ in results] == list(range(40))
     workers = {pid for _, pid in results}
     assert os.getpid() not in workers

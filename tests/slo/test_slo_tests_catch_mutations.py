@@ -7,8 +7,11 @@ ratio SLO (30d) and one latency SLO (28d, ``group_by``) is built once with
 generated test files, which must fail. The unmutated files must pass.
 
 promtool runs are the cost (seconds each), so every run of the module is made once, two at a
-time, in a module fixture; a run stops at the first test file that fails (``promtool test rules
-a b`` fails as soon as either does).
+time, in a module fixture. The unmutated rules run each test file whole. A mutant runs the two
+files cut into one file per test case (``support/promtool_cases.py``: same header, the case's
+lines verbatim), cheapest case first, and stops at the first that fails: a file fails if and
+only if one of its cases does, so exactly the same mutants are caught, most of them by a case
+of a few evaluation steps instead of days of history.
 
 The factor and min_traffic edits were once missed (tier checks re-rendered the condition instead
 of reading the alert rule; no scenario sat near min_traffic); the generated tests now fire each
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from conftest import rendered_rules
+from support import promtool_cases
 
 pytestmark = [
     pytest.mark.slow,
@@ -74,7 +78,10 @@ class Mutation:
     ``where`` is the part: ``recordings`` (before the first alert), ``alerts`` (from the first
     alert on), ``page`` (the first alert only) or ``ticket`` (the second alert only). Alert
     annotations repeat each tier's condition on one line, so expression edits are anchored on
-    a line end (``\\n``) that only the multi-line ``expr`` has.
+    a line end (``\\n``) that only the multi-line ``expr`` has. ``first`` is a piece of the
+    title of the test cases to run first (the one that caught the edit when this was written):
+    the order only saves CPU, every case runs until one fails, so it never changes whether the
+    edit is caught, and a title that no longer matches just costs the cheaper cases first.
     """
 
     broken: str
@@ -84,6 +91,7 @@ class Mutation:
     new: str
     count: int = 1
     regex: bool = False
+    first: str = ""
 
     def apply(self, text: str) -> str:
         """The rule file with this mutation, checking that it changed ``count`` places."""
@@ -113,49 +121,60 @@ TERM_1H = (
 )
 SEARCH = 'service="shop", slo="search"'
 GUARD_5M = f"(slo:sli_total:increase5m{{{CHECKOUT}}} > 0)"
+# Pieces of the titles of the generated cases that catch an edit (``Mutation.first``).
+ALONE_1H = "fires through tier 1h/5m alone"
+ALONE_6H = "fires through tier 6h/30m alone"
+ZERO = "zero traffic"
 
 # fmt: off
 MUTATIONS = [
     # ratio SLO: checkout, 99.9% over 30d, default tiers, ticket for: 5m
     # Caught by the "fires through tier … alone" scenarios: a burn just above one tier's factor
     # and below the next, so the alert's firing time depends on that tier alone.
-    Mutation("page factor 14.4 -> 15 (tier 1h/5m)", "checkout", "page", "> 14.4\n", "> 15\n", 2),
-    Mutation("page factor 6 -> 6.6 (tier 6h/30m)", "checkout", "page", "> 6\n", "> 6.6\n", 2),
-    Mutation("ticket factor 1 -> 1.2 (tier 3d/6h)", "checkout", "ticket", "> 1\n", "> 1.2\n", 2),
+    Mutation("page factor 14.4 -> 15 (tier 1h/5m)", "checkout", "page", "> 14.4\n", "> 15\n", 2,
+             first=ALONE_1H),
+    Mutation("page factor 6 -> 6.6 (tier 6h/30m)", "checkout", "page", "> 6\n", "> 6.6\n", 2,
+             first=ALONE_6H),
+    Mutation("ticket factor 1 -> 1.2 (tier 3d/6h)", "checkout", "ticket", "> 1\n", "> 1.2\n", 2,
+             first="slow burn opens a ticket"),
     Mutation("budget 0.001 -> 0.0011 in every alert expression", "checkout", "alerts",
-             r"/ 0\.001 > ([0-9.]+)\n", r"/ 0.0011 > \1\n", 8, regex=True),
+             r"/ 0\.001 > ([0-9.]+)\n", r"/ 0.0011 > \1\n", 8, regex=True, first=ALONE_6H),
     Mutation("30m errors tile: term offset 25m -> 20m", "checkout", "recordings",
-             TILE_5M + "25m", TILE_5M + "20m"),
-    Mutation("1h errors tile: second 30m term dropped", "checkout", "recordings", TERM_1H, ""),
+             TILE_5M + "25m", TILE_5M + "20m", first=ALONE_1H),
+    Mutation("1h errors tile: second 30m term dropped", "checkout", "recordings", TERM_1H, "",
+             first=ALONE_6H),
     Mutation("5m ratio: the > 0 guard on total removed", "checkout", "recordings",
-             GUARD_5M, GUARD_5M.replace(" > 0)", ")")),
+             GUARD_5M, GUARD_5M.replace(" > 0)", ")"), first=ZERO),
     Mutation("page tier 1h/5m: short window 5m swapped for the long 1h", "checkout", "page",
-             PAGE_1H, PAGE_1H.replace("ratio_rate5m", "ratio_rate1h")),
+             PAGE_1H, PAGE_1H.replace("ratio_rate5m", "ratio_rate1h"), first="total outage"),
     Mutation("page tiers joined by and instead of or", "checkout", "page",
-             "      )\n      or\n      (\n", "      )\n      and\n      (\n"),
+             "      )\n      or\n      (\n", "      )\n      and\n      (\n", first=ALONE_6H),
     Mutation("page alert: for 2m added", "checkout", "page",
-             "    labels:\n", "    for: 2m\n    labels:\n"),
+             "    labels:\n", "    for: 2m\n    labels:\n", first=ALONE_6H),
     Mutation("ticket alert: for 5m -> 10m", "checkout", "ticket",
-             "    for: 5m\n", "    for: 10m\n"),
+             "    for: 5m\n", "    for: 10m\n", first="the ticket fires"),
     # latency SLO: search, 99% over 28d, group_by region, min_traffic 0.1
     # Caught by the outages just below and just above min_traffic.
     Mutation("min_traffic 0.1 -> 1 req/s in every tier", "search", "alerts",
              ">= 0.1\n", ">= 1\n", 3),
     Mutation("SLI bucket le 0.25 -> 0.5", "search", "recordings", 'le="0.25"', 'le="0.5"'),
     Mutation("budget left divides by 0.02 instead of 0.01", "search", "recordings",
-             f"ratio_rate28d{{{SEARCH}}} / 0.01\n", f"ratio_rate28d{{{SEARCH}}} / 0.02\n"),
+             f"ratio_rate28d{{{SEARCH}}} / 0.01\n", f"ratio_rate28d{{{SEARCH}}} / 0.02\n",
+             first=ZERO),
     Mutation("current burn rate divides by 0.02 instead of 0.01", "search", "recordings",
-             f"ratio_rate5m{{{SEARCH}}} / 0.01\n", f"ratio_rate5m{{{SEARCH}}} / 0.02\n"),
+             f"ratio_rate5m{{{SEARCH}}} / 0.01\n", f"ratio_rate5m{{{SEARCH}}} / 0.02\n",
+             first=ZERO),
     Mutation("objective recorded as 0.999 instead of 0.99", "search", "recordings",
-             "vector(0.99)", "vector(0.999)"),
+             "vector(0.99)", "vector(0.999)", first=ZERO),
 ]
 # fmt: on
 
 
 @dataclass(frozen=True)
 class Run:
-    """promtool on one SLO: ``check rules`` on its rule file, then ``test rules`` on its test
-    files in turn until one fails; ``failed`` names that file (``""`` when all passed)."""
+    """promtool on one SLO: ``check rules`` on its rule file, then its tests; ``failed`` names
+    the file (a whole test file, or one case cut from one) that failed (``""`` when all
+    passed)."""
 
     checked: subprocess.CompletedProcess[str]
     failed: str
@@ -177,18 +196,6 @@ def _promtool(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _run(root: Path, slo: str, history_first: bool) -> Run:
-    checked = _promtool(root, "check", "rules", _rules_name(slo))
-    files = _test_files(root, slo)
-    output = ""
-    for name in reversed(files) if history_first else files:
-        proc = _promtool(root, "test", "rules", name)
-        output += proc.stdout + proc.stderr
-        if proc.returncode != 0:
-            return Run(checked, name, output)
-    return Run(checked, "", output)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The spec built once, without validation: ``rules/`` with two rule and four test files."""
@@ -198,25 +205,47 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """Every promtool run of the module, by mutation (``original <slo>`` for the unmutated)."""
-    jobs: dict[str, tuple[str, str | None, bool]] = {
-        f"original {slo}": (slo, None, False) for slo in ("checkout", "search")
+    cases = {
+        slo: [
+            case for name in _test_files(built, slo) for case in promtool_cases.split(built, name)
+        ]
+        for slo in ("checkout", "search")
     }
-    for mutation in MUTATIONS:
-        text = (built / _rules_name(mutation.slo)).read_text()
-        # Only the history tests replay a slow burn: an edit of the ticket alert shows there.
-        history_first = mutation.where in ("ticket", "alerts")
-        jobs[mutation.broken] = (mutation.slo, mutation.apply(text), history_first)
-
-    def run(key: str) -> tuple[str, Run]:
-        slo, text, history_first = jobs[key]
-        root = tmp_path_factory.mktemp("run")
+    # The folders are made before the threads start: tmp_path_factory is not thread-safe.
+    originals = {slo: tmp_path_factory.mktemp("original") for slo in cases}
+    mutants = {m.broken: tmp_path_factory.mktemp("run") for m in MUTATIONS}
+    for root in [*originals.values(), *mutants.values()]:
         shutil.copytree(built, root, dirs_exist_ok=True)
-        if text is not None:
-            (root / _rules_name(slo)).write_text(text)
-        return key, _run(root, slo, history_first)
+    for mutation in MUTATIONS:
+        rules = mutants[mutation.broken] / _rules_name(mutation.slo)
+        rules.write_text(mutation.apply(rules.read_text()))
+        promtool_cases.write(mutants[mutation.broken], cases[mutation.slo])
+
+    def check(slo: str, root: Path) -> subprocess.CompletedProcess[str]:
+        return _promtool(root, "check", "rules", _rules_name(slo))
+
+    def whole(slo: str, name: str) -> subprocess.CompletedProcess[str]:
+        return _promtool(originals[slo], "test", "rules", name)
+
+    def mutant(mutation: Mutation) -> Run:
+        root = mutants[mutation.broken]
+        outcome = promtool_cases.run_until_one_fails(root, cases[mutation.slo], mutation.first)
+        return Run(check(mutation.slo, root), outcome.failed, outcome.output)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(run, jobs))
+        # Each whole file of the unmutated rules, longest first, then the mutants (cheap).
+        files = [(slo, name) for slo in originals for name in _test_files(built, slo)]
+        files.sort(key=lambda f: -sum(c.steps for c in cases[f[0]] if c.source == f[1]))
+        tested = {(slo, name): pool.submit(whole, slo, name) for slo, name in files}
+        checked = {slo: pool.submit(check, slo, root) for slo, root in originals.items()}
+        found = {m.broken: pool.submit(mutant, m) for m in MUTATIONS}
+        result = {key: future.result() for key, future in found.items()}
+    for slo in originals:
+        procs = [(name, tested[slo, name].result()) for name in _test_files(built, slo)]
+        failed = next((name for name, proc in procs if proc.returncode != 0), "")
+        output = "".join(proc.stdout + proc.stderr for _, proc in procs)
+        result[f"original {slo}"] = Run(checked[slo].result(), failed, output)
+    return result
 
 
 def test_each_slo_has_a_test_file_and_a_history_test_file(built: Path) -> None:

@@ -1,0 +1,130 @@
+"""promtool test files cut into one file per test case, for the mutation suites.
+
+Why: a mutation suite asks one question per mutant: does some generated test case fail?
+promtool runs a test file's cases one after another, each from its own empty storage with
+the file's ``rule_files`` evaluated from time 0 every ``evaluation_interval`` up to the case's
+last ``eval_time``, so a case's outcome depends on nothing but the header and itself. A file
+cut into one file per case (the header and the case's lines, byte for byte) therefore
+passes if and only if every piece passes. A mutant is killed as soon as one piece fails:
+running the pieces cheapest first (a case costs about one evaluation of the rules per step)
+and stopping there kills exactly the same mutants for a fraction of the CPU, as most
+mutants fail a case of a few steps. The unmutated rules still run every case.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_UNIT_SECONDS = {
+    "ms": 0.001,
+    "s": 1,
+    "m": 60,
+    "h": 3600,
+    "d": 86400,
+    "w": 604800,
+    "y": 31536000,
+}
+_DURATION = re.compile(r"(\d+)(ms|[smhdwy])")
+_DURATIONS = re.compile(r"(?:\d+(?:ms|[smhdwy]))+")
+
+
+def seconds(duration: str) -> float:
+    """A Prometheus duration (``4d1h45m``, ``90s``) in seconds."""
+    assert _DURATIONS.fullmatch(duration), duration
+    return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION.findall(duration))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case of a promtool test file, as a test file of its own.
+
+    ``source`` is the file it was cut from, ``name`` where it is written (beside the
+    original, so ``rule_files`` resolve the same), ``text`` its bytes, ``steps`` the rule
+    evaluations promtool makes for it.
+    """
+
+    source: str
+    name: str
+    title: str
+    text: str
+    steps: int
+
+
+def split(root: Path, test_file: str) -> list[Case]:
+    """The cases of ``root/test_file``, each with the file's other keys unchanged.
+
+    Checked, not assumed: each piece parses to the original's keys with a list of exactly
+    that one case, and the pieces' cases in order are the original's list.
+    """
+    text = (root / test_file).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    start = lines.index("tests:\n")
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i][:1] not in (" ", "-", "\n", "#")),
+        len(lines),
+    )
+    head, tail = "".join(lines[: start + 1]), "".join(lines[end:])
+    starts = [i for i in range(start + 1, end) if lines[i].startswith("- ")]
+    original: dict[str, Any] = yaml.safe_load(text)
+    interval = seconds(str(original.get("evaluation_interval", "1m")))
+    stem = test_file.removesuffix(".yml")
+    cases = []
+    for index, (first, last) in enumerate(zip(starts, [*starts[1:], end], strict=True)):
+        piece = head + "".join(lines[first:last]) + tail
+        data: dict[str, Any] = yaml.safe_load(piece)
+        case = original["tests"][index]
+        assert data == {**original, "tests": [case]}, f"{test_file}: case {index} cut badly"
+        evals = [
+            seconds(str(check["eval_time"]))
+            for key in ("alert_rule_test", "promql_expr_test")
+            for check in case.get(key) or []
+        ]
+        steps = int(max(evals, default=0) // interval) + 1
+        cases.append(
+            Case(test_file, f"{stem}.case{index}.yml", str(case.get("name", "")), piece, steps)
+        )
+    assert len(cases) == len(original["tests"]), f"{test_file}: cases lost in the cut"
+    return cases
+
+
+def write(root: Path, cases: Sequence[Case]) -> None:
+    """Write each case's file under ``root``."""
+    for case in cases:
+        (root / case.name).write_text(case.text, encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The cases run until one failed: ``failed`` names its file (``""`` when all passed),
+    ``output`` is promtool's output of every case run."""
+
+    failed: str
+    output: str
+
+
+def run_until_one_fails(root: Path, cases: Sequence[Case], first: str = "") -> Outcome:
+    """``promtool test rules`` on each case (already written under ``root``), stopping at the
+    first that fails: cheapest first, after the cases whose title contains ``first`` (a
+    mutant only a long case can catch). The order changes how soon a mutant is caught, never
+    whether it is."""
+    output = ""
+    for case in sorted(cases, key=lambda c: (not first or first not in c.title, c.steps)):
+        proc = subprocess.run(
+            ["promtool", "test", "rules", case.name],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        output += proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            return Outcome(case.name, output)
+    return Outcome("", output)

@@ -1,0 +1,83 @@
+"""Which of the ``--shard I/N`` pytest processes runs which test file, balanced by cost.
+
+Why whole files: a module fixture (a mutation suite's promtool runs, the legal SLO builds) is
+made by every process that runs one of its tests, so a file sliced across processes is paid
+for twice; and a session fixture shared by files (the example's validated build) pays off only
+when those files share a process (``TOGETHER``). Why a table: a few files cost tens of seconds
+and most a fraction of one, so counting tests would put two heavy files on one core while the
+other idles. The files go longest first, each to the process with the least work so far; every
+process computes the same assignment from the same collected tests.
+
+``COSTS`` holds rough wall seconds per file (its fast tests, its slow tests) as measured in
+``make test`` and ``make test-fast`` on the 2-core machine (``pytest --durations=0``), for the
+files that stray from the defaults: a file not listed counts ``FAST`` or ``SLOW`` per test.
+Only the rough size matters: a stale figure costs balance, never correctness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+FAST = 0.03
+SLOW = 0.5
+
+# fmt: off
+COSTS: dict[str, tuple[float, float]] = {
+    "tests/alerts/test_generated_tests_catch_mutations.py": (1, 9),
+    "tests/alerts/test_legal_specs_build.py": (0, 3),
+    "tests/alerts/test_signals_promtool.py": (0, 5),
+    "tests/alerts/test_spec_errors.py": (5, 4),
+    "tests/backtest/test_backtest_raw_history.py": (0, 16),
+    "tests/cli/test_cli.py": (2, 58),
+    "tests/cli/test_cli_formats.py": (2, 3),
+    "tests/cli/test_fuzz_specs.py": (8, 0),
+    "tests/cli/test_input_guards.py": (8, 19),
+    "tests/cli/test_network_guards.py": (1, 27),
+    "tests/cli/test_progress.py": (0, 5),
+    "tests/diagnosis/test_diagnosis_build.py": (0, 6),
+    "tests/diagnosis/test_diagnosis_spec_errors.py": (11, 4),
+    "tests/diagnosis/test_diagnosis_tests_catch_mutations.py": (0, 8),
+    "tests/diff/test_diff_cli.py": (6, 0),
+    "tests/importer/test_import_slo_promtool.py": (0, 16),
+    "tests/lint/test_lint.py": (3, 6),
+    "tests/output/test_atomic_commit.py": (0, 34),
+    "tests/output/test_dashboard_data.py": (0, 7),
+    "tests/output/test_fleet_build.py": (0, 8),
+    "tests/output/test_golden.py": (1, 27),
+    "tests/output/test_no_validate_specs_pass.py": (0, 37),
+    "tests/output/test_output_ownership.py": (3, 0),
+    "tests/output/test_shared_runs.py": (0, 24),
+    "tests/output/test_test_cache.py": (0, 7),
+    "tests/routing/test_e2e_alerting.py": (0, 43),
+    "tests/slo/test_slo_promtool.py": (0, 83),
+    "tests/slo/test_slo_spec_errors.py": (8, 64),
+    "tests/slo/test_slo_tests_catch_mutations.py": (0, 25),
+    "tests/test_docs.py": (5, 0),
+    "tests/test_quality.py": (0, 3),
+}
+# fmt: on
+
+# Files that share a session fixture: they run in one process.
+TOGETHER: tuple[tuple[str, ...], ...] = (("tests/cli/test_cli.py", "tests/test_quality.py"),)
+
+
+def assign(tests: Sequence[tuple[str, bool]], count: int) -> list[tuple[int, float, str]]:
+    """For each test, given as (its file, whether it is slow): the process that runs it (0 to
+    ``count - 1``), and the cost and name of its file (or ``TOGETHER`` group), by which that
+    process orders its files, longest first, so that both finish on short ones."""
+    unit = {name: group[0] for group in TOGETHER for name in group}
+    cost: dict[str, float] = {}
+    seen: set[tuple[str, bool]] = set()
+    for path, slow in tests:
+        if path in COSTS:
+            seconds = 0.0 if (path, slow) in seen else COSTS[path][slow]
+            seen.add((path, slow))
+        else:
+            seconds = SLOW if slow else FAST
+        cost[unit.get(path, path)] = cost.get(unit.get(path, path), 0.0) + seconds
+    load = [0.0] * count
+    shard: dict[str, int] = {}
+    for name, seconds in sorted(cost.items(), key=lambda u: (-u[1], u[0])):
+        shard[name] = min(range(count), key=lambda i: (load[i], i))
+        load[shard[name]] += seconds
+    return [(shard[name], cost[name], name) for name in (unit.get(path, path) for path, _ in tests)]
