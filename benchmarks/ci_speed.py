@@ -27,7 +27,8 @@ figure by up to 2x. Lines and, with ``--json``, the figures:
    services ≤ 4 s; 1,000 services ≤ 3x the floor, a C-dumper ``yaml.dump`` of the same rule data
    on one core (build_scale.py's floor): the least that writing those rules costs.
 6. With ``--suite``: ``make test`` (the README's test command: the whole suite in two pytest
-   processes) ≤ 5 min and ``make test-fast`` ≤ 60 s, from the repository root. Anchor: ``pytest --collect-only -q``, importing and collecting every test.
+   processes) ≤ 5 min and ``make test-fast`` ≤ 60 s, from the repository root. Anchor:
+   ``pytest --collect-only -q``, importing and collecting every test.
 
 Lines are printed as they are measured (start-up and the --no-validate build first: the warm
 build's anchor). Exit status 1 when a figure misses its target or its command fails (figures
