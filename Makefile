@@ -69,8 +69,10 @@ check-rules: ## promtool check + test on the committed rules/
 	promtool check rules rules/prometheus/*.yml
 	cd rules && promtool test rules tests/*.yml
 
-schema: install ## regenerate schema/rulegen.schema.json
+schema: install ## regenerate schema/*.schema.json (spec, routing and defaults files)
 	@mkdir -p schema
 	$(BIN)/rulegen schema > schema/rulegen.schema.json
+	$(BIN)/rulegen schema --kind routing > schema/routing.schema.json
+	$(BIN)/rulegen schema --kind defaults > schema/defaults.schema.json
 
 ci: lint check test ## everything CI checks

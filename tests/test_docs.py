@@ -157,7 +157,7 @@ def _extending(block: Block) -> str:
     keys: dict[str, Any] = {"extends": "defaults.yaml", "alerts": alerts}
     if "slos" in defaults:
         sli = {"ratio": {"errors": "docs_errors_total", "total": "docs_requests_total"}}
-        keys["slos"] = [{"name": "docs", "objective": 99.9, "sli": sli}]
+        keys["slos"] = [{"name": "docs", "objective": "99.9%", "sli": sli}]
     return _minimal_spec(**keys)
 
 

@@ -37,6 +37,7 @@ from rulegen.render.operator import prometheus_rule, service_groups
 from rulegen.render.prometheus import rule_file
 from rulegen.render.promtool_tests import tests_file
 from rulegen.render.thanos import thanos_rule_file
+from rulegen.render.victoriametrics import long_queries, vmalert_rule_file
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
@@ -47,7 +48,7 @@ from rulegen.slo.testgen import history_step, slo_tests
 from rulegen.source.loader import Origin
 from rulegen.spec.models import TargetSettings
 from rulegen.testruns import shared_runs
-from rulegen.validate import promtool
+from rulegen.validate import promtool, vmalert
 from rulegen.validate.cache import TestCache
 from rulegen.validate.routing import validate_routing
 from rulegen.validate.targets import check_targets
@@ -427,7 +428,8 @@ def _service_files(
 def _target_files(
     service: ServiceOutput, settings: TargetSettings, source: str, targets: Sequence[str]
 ) -> tuple[dict[str, str], list[str]]:
-    """One service's PrometheusRule object and Thanos file, as asked; the Thanos warnings."""
+    """One service's PrometheusRule object, Thanos and vmalert files, as asked; the Thanos
+    warnings."""
     files: dict[str, str] = {}
     reports: list[str] = []
     groups = service_groups(service)
@@ -439,6 +441,19 @@ def _target_files(
         data, flags = thanos_rule_file(groups, settings.thanos.partial_response_strategy)
         files[f"thanos/{service.service}.rules.yml"] = dump_yaml(data, source)
         reports.extend(f"thanos: {f.group}/{f.rule}: {f.reason}" for f in flags)
+    if "victoriametrics" in targets:
+        vm = settings.victoriametrics
+        data = vmalert_rule_file(groups, vm.concurrency, vm.labels, vm.max_query_len)
+        files[f"victoriametrics/{service.service}.rules.yml"] = dump_yaml(data, source)
+        # left above the limit: the rules too long even with no recording inlined (written
+        # fully inlined, so that raising both limits to their size makes them exact)
+        reports.extend(
+            f"victoriametrics: {group}/{rule}: the expression is {size} bytes, above "
+            f"max_query_len={vm.max_query_len} even with no recording inlined: start "
+            f"victoria-metrics (vmselect) with -search.maxQueryLen={size} or more and set "
+            "targets.victoriametrics.max_query_len to match"
+            for group, rule, size in long_queries(data, vm.max_query_len)
+        )
     return files, reports
 
 
@@ -501,6 +516,8 @@ def validate(
     steps = progress or Silent()
     rules = sorted(name for name in result.files if name.startswith("prometheus/"))
     tests = sorted(name for name in result.files if name.startswith("tests/"))
+    if any(name.startswith("victoriametrics/") for name in result.files):
+        vmalert.find_vmalert()  # missing: fail before minutes of promtool tests, not after
     identity = promtool.build_info()  # one --version: the printed release and the cache key
     cache = TestCache(test_cache, identity) if test_cache and identity else None
     steps.step(CHECK_STEP)

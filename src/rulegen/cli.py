@@ -12,10 +12,11 @@ code, with every other line on stderr; github as workflow-command annotations on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ from rulegen.progress import Reporter, choose_mode
 from rulegen.progress import add_arguments as verbosity_arguments
 from rulegen.promapi import MAX_BYTES, timeout_arg
 from rulegen.render import TARGETS
+from rulegen.repair import command as repair
 
 if TYPE_CHECKING:
     from rulegen.build import BuildResult
@@ -58,6 +60,9 @@ EPILOG = """exit codes:
   3  a required tool (promtool, amtool; matplotlib for backtest --plot) is missing
   4  internal error: a bug in rulegen (run again with --debug for the traceback)
 """
+
+
+PATHS_HELP = "spec files or folders, - for a spec on stdin (default: specs/)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--no-validate", action="store_true", help="skip promtool check/test")
     b.add_argument("--target", action="append", choices=TARGETS, default=None,
                    help="rule target to write besides the plain rule files (repeatable): "
-                   "operator (kubernetes/), thanos (thanos/), mimir (mimir/)")  # fmt: skip
+                   "operator (kubernetes/), thanos (thanos/), mimir (mimir/), "
+                        "victoriametrics (victoriametrics/)")  # fmt: skip
     signal_folders.add_arguments(b)
     b.add_argument("--test-cache", type=Path, default=None, metavar="DIR",
                    help="remember passing promtool test files in DIR and skip those whose "
@@ -101,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     _format_argument(b)
     verbosity_arguments(b)
     v = sub.add_parser("validate", help="check specs only; write nothing")
-    v.add_argument("paths", nargs="+", type=Path)
+    v.add_argument("paths", nargs="*", type=Path, help=PATHS_HELP)
     signal_folders.add_arguments(v)
     _format_argument(v)
     lint = sub.add_parser(
@@ -109,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         help="check the specs' intent (exit 1 on an error finding)",
         description="Checks with stable ids; text output is FILE:LINE:COL: [id] severity: message.",
     )
-    lint.add_argument("paths", nargs="*", type=Path, help="spec files or folders (default: specs/)")
+    lint.add_argument("paths", nargs="*", type=Path, help=PATHS_HELP)
     lint.add_argument("--prometheus", metavar="URL", help="also check against this Prometheus")
     _format_argument(lint)
     signal_folders.add_arguments(lint)
@@ -123,12 +129,20 @@ def _parser() -> argparse.ArgumentParser:
     verbosity_arguments(lint)
     backtest.add_parser(sub)
     diff.add_parser(sub)
+    repair.add_parser(sub)
     e = sub.add_parser("explain", help="print a spec with its defaults merged, and where each "
                        "value comes from")  # fmt: skip
     e.add_argument("spec", type=Path, help="a service spec file")
     signal_folders.add_arguments(e)
     importer.add_parser(sub)
-    s = sub.add_parser("schema", help="print the JSON Schema of the spec (for editors)")
+    i = sub.add_parser("init", help="start a monitoring repository in DIR: a commented spec, "
+                       "routing, a test, CI and pre-commit")  # fmt: skip
+    i.add_argument("dir", nargs="?", type=Path, default=Path(),
+                   help="the folder to write into (default: the current one)")  # fmt: skip
+    s = sub.add_parser("schema", help="print the JSON Schema of a spec, routing or defaults "
+                       "file (for editors)")  # fmt: skip
+    s.add_argument("--kind", choices=("spec", "routing", "defaults"), default="spec",
+                   help="the kind of input file (default: spec)")  # fmt: skip
     signal_folders.add_arguments(s)
     return parser
 
@@ -331,10 +345,29 @@ def _validate(args: argparse.Namespace, out: _Output) -> int:
     from rulegen.load import discover
 
     catalog = _catalog(args.signals, out)
-    inputs = discover(args.paths)
-    result = build(inputs, catalog)
+    with _stdin(args.paths or [Path("specs")]) as paths:
+        result = build(discover(paths), catalog)
     out.line(f"{len(result.services)} spec(s) valid")
     return 0
+
+
+@contextlib.contextmanager
+def _stdin(paths: list[Path]) -> Iterator[list[Path]]:
+    """``paths`` with ``-`` replaced by a temporary copy of standard input, named ``<stdin>``
+    in every message (a spec piped in from an editor or a generator)."""
+    import tempfile
+
+    from rulegen.source.loader import MAX_BYTES as MAX_SPEC_BYTES
+    from rulegen.source.loader import name_file
+
+    if Path("-") not in paths:
+        yield paths
+        return
+    with tempfile.TemporaryDirectory(prefix="rulegen-stdin-") as folder:
+        copy = Path(folder, "stdin.yaml")
+        copy.write_bytes(sys.stdin.buffer.read(MAX_SPEC_BYTES + 1))
+        name_file(copy, "<stdin>")
+        yield [copy if path == Path("-") else path for path in paths]
 
 
 def _lint(args: argparse.Namespace, out: _Output) -> int:
@@ -345,9 +378,10 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
         return _list_checks(out)
     with out.progress:
         catalog = _catalog(args.signals, out)
-        inputs = discover(args.paths or [Path("specs")])
-        findings = lint(inputs.specs, catalog, args.prometheus, timeout=args.timeout,
-                        disable=args.disable, progress=out.progress)  # fmt: skip
+        with _stdin(args.paths or [Path("specs")]) as paths:
+            inputs = discover(paths)
+            findings = lint(inputs.specs, catalog, args.prometheus, timeout=args.timeout,
+                            disable=args.disable, progress=out.progress)  # fmt: skip
     if out.format == "text":
         shown = [f for f in findings if f.severity == "error"] if out.quiet else findings
         sys.stdout.write("".join(f"{d.finding()}\n" for d in shown))
@@ -385,13 +419,37 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schema(args: argparse.Namespace) -> int:
-    from rulegen.spec.models import spec_model
+def _init(args: argparse.Namespace) -> int:
+    """Write the starter files into ``DIR``; nothing when any of them exists already."""
+    from rulegen.load import display, vocabulary
+    from rulegen.spec.schema import KINDS, schema
+    from rulegen.starter import starter_files
 
-    schema = spec_model(_catalog(args.signals)).model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "rulegen spec (version 1)"
-    print(json.dumps(schema, indent=2, sort_keys=True))
+    catalog = load_catalog([])  # the built-in signals: a new repository has none of its own
+    schemas: dict[str, dict[str, Any]] = {k: schema(k, catalog, vocabulary(catalog)) for k in KINDS}
+    files = starter_files(schemas)
+    target: Path = args.dir
+    taken = [name for name in files if (target / name).exists()]
+    if taken:
+        raise UsageError(
+            f"{display(target)}: already has {', '.join(taken)}; rulegen init writes into a "
+            "folder without them (nothing written)"
+        )
+    for name, text in files.items():
+        path = target / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    shown = display(target)
+    print(f"wrote {len(files)} files to {shown}/; next: cd {shown} && rulegen build")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from rulegen.load import vocabulary
+    from rulegen.spec.schema import schema
+
+    catalog = _catalog(args.signals)
+    print(json.dumps(schema(args.kind, catalog, vocabulary(catalog)), indent=2, sort_keys=True))
     return 0
 
 
@@ -431,8 +489,12 @@ def _one_line(exc: BaseException) -> str:
 
 def _run(argv: list[str]) -> int:
     out = _Output(_requested_format(argv))
+    if not argv:  # a first try: show what there is to run, not just that something is missing
+        sys.stderr.write(_parser().format_help())
+        print("rulegen: error: a command is required", file=sys.stderr)
+        return 2
     try:
-        args = _parser().parse_args(argv)
+        args = _parser().parse_args(_time_values(argv))
         out.format = args.format if args.command in FORMATTED else "text"
         out.quiet = getattr(args, "quiet", False)
         out.progress = _progress(args)
@@ -442,9 +504,11 @@ def _run(argv: list[str]) -> int:
             "lint": _lint,
             "backtest": _backtest,
             "diff": lambda a, _: diff.run(a, _catalog(a.signals)),
+            "repair": lambda a, _: repair.run(a, _catalog(a.signals)),
             "explain": lambda a, _: _explain(a),
             "import": lambda a, _: importer.run(a),
             "schema": lambda a, _: _schema(a),
+            "init": lambda a, _: _init(a),
         }
         code = commands[args.command](args, out)
     except RulegenError as exc:
@@ -465,6 +529,23 @@ def _run(argv: list[str]) -> int:
             out.errors = [Diagnostic("", 0, 0, FieldPath(), text, codes.IO)]
     out.finish()
     return code
+
+
+def _time_values(argv: list[str]) -> list[str]:
+    """``--from -7d`` as ``--from=-7d``: argparse takes a value starting with ``-`` for an
+    option, and a relative time starts with one."""
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        following = argv[index + 1] if index + 1 < len(argv) else ""
+        if arg in ("--from", "--to") and following.startswith("-") and following != "-":
+            out.append(f"{arg}={following}")
+            index += 2
+        else:
+            out.append(arg)
+            index += 1
+    return out
 
 
 def _progress(args: argparse.Namespace) -> Reporter:

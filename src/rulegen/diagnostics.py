@@ -34,6 +34,7 @@ PROMTOOL_TEST = "promtool/test"  # a ``promtool test rules`` assertion failed
 AMTOOL_CHECK = "amtool/check-config"  # ``amtool check-config`` rejected alertmanager.yml
 AMTOOL_ROUTES = "amtool/routes"  # a routing test reached other receivers
 CRD_SCHEMA = "crd/schema"  # a PrometheusRule object the CRD schema rejects
+VMALERT_CHECK = "vmalert/dry-run"  # ``vmalert -dryRun`` rejected a victoriametrics/ file
 TOOL_MISSING = "tool/missing"  # promtool, amtool (or matplotlib) is not installed
 TOOL_TIMEOUT = "tool/timeout"  # a tool did not finish in time
 OUTPUT_STALE = "output/stale"  # ``build --check``: a file differs from a fresh build

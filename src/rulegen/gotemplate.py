@@ -2,8 +2,8 @@
 
 Why: generated promtool tests assert exact labels and annotations, so the generator must know
 what Prometheus will print. It understands only what rulegen writes (``$labels.X``,
-``$labels``, ``$value | humanize*``, string literals) and refuses anything else rather than
-guess.
+``$labels``, ``$value | humanize*``, string literals, the label loop of ``label_pairs``) and
+refuses anything else rather than guess.
 """
 
 from __future__ import annotations
@@ -13,6 +13,25 @@ import re
 from collections.abc import Mapping
 
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+# The one loop rulegen writes: `` name=value`` for each label kept by ``eq``/``ne`` on its name
+# (Go ranges over a map in key order).
+_PAIRS = re.compile(
+    r'\{\{ range \$k, \$v := \$labels \}\}\{\{ if (eq|ne) \$k((?: "[^"]*")+) \}\}'
+    r" \{\{ \$k \}\}=\{\{ \$v \}\}\{\{ end \}\}\{\{ end \}\}"
+)
+
+
+def label_pairs(names: tuple[str, ...], *, keep: bool) -> str:
+    """The Go template that prints `` name=value`` for each of the alert's labels named in
+    ``names`` (``keep``) or not named there; ``expand`` predicts it."""
+    if not names or (not keep and len(names) != 1):
+        raise ValueError("label_pairs needs names to keep, or exactly one to leave out")
+    test = "eq" if keep else "ne"
+    listed = " ".join(f'"{name}"' for name in names)
+    return (
+        f"{{{{ range $k, $v := $labels }}}}{{{{ if {test} $k {listed} }}}}"
+        " {{ $k }}={{ $v }}{{ end }}{{ end }}"
+    )
 
 
 class UnsupportedTemplate(ValueError):
@@ -21,6 +40,13 @@ class UnsupportedTemplate(ValueError):
 
 def expand(text: str, labels: Mapping[str, str], value: float) -> str:
     """Expand ``text`` as Prometheus would for an alert with ``labels`` and ``value``."""
+    loop = _PAIRS.search(text)
+    if loop is not None:
+        names = set(re.findall(r'"([^"]*)"', loop.group(2)))
+        keep = loop.group(1) == "eq"
+        pairs = "".join(f" {k}={v}" for k, v in sorted(labels.items()) if (k in names) == keep)
+        before, after = text[: loop.start()], text[loop.end() :]
+        return expand(before, labels, value) + pairs + expand(after, labels, value)
 
     def action(match: re.Match[str]) -> str:
         body = match.group(1).strip()

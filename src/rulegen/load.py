@@ -33,6 +33,7 @@ from rulegen.source.loader import (
     read_source,
 )
 from rulegen.source.locate import pydantic_diagnostics
+from rulegen.source.salvage import salvage
 from rulegen.spec.models import CatalogAlert, CustomAlert, SLOSpec, SpecModel, spec_model
 
 __all__ = [
@@ -192,12 +193,29 @@ def load_one(catalog: Catalog, path: Path) -> LoadedFile:
     leaks = url_credentials(doc.data, doc.positions)
     if leaks:  # a runbook URL with a password would be copied into every alert
         return LoadedFile(leaks, extends=extends)
+    model = spec_model(catalog)
     try:
-        spec = spec_model(catalog).model_validate(doc.data)
+        spec = model.model_validate(doc.data)
     except ValidationError as exc:
-        return LoadedFile(pydantic_diagnostics(exc, doc.positions, doc.data), extends=extends)
+        problems = pydantic_diagnostics(exc, doc.positions, doc.data, model)
+        rest = salvage(model, exc, doc.data, doc.positions)
+        if rest is not None:  # the semantic errors of what stands, in the same run
+            problems += rest.follow(resolve_spec(rest.model, rest.positions, catalog)[1])
+        return LoadedFile(in_file_order(problems, doc.positions.file), extends=extends)
     resolved, problems = resolve_spec(spec, doc.positions, catalog)
-    return LoadedFile([], None, spec.service, doc.positions, resolved, list(problems), extends)
+    ordered = in_file_order(problems, doc.positions.file)
+    return LoadedFile([], None, spec.service, doc.positions, resolved, ordered, extends)
+
+
+def in_file_order(problems: Sequence[Diagnostic], file: str) -> list[Diagnostic]:
+    """A file's diagnostics by line and column, the way a reader fixes them; those located
+    in another file (a defaults file it extends) after its own, in the order found."""
+
+    def place(diagnostic: Diagnostic) -> tuple[int, int, int]:
+        own = diagnostic.file == file
+        return (0, diagnostic.line, diagnostic.col) if own else (1, 0, 0)
+
+    return sorted(problems, key=place)
 
 
 _VOCABULARIES: weakref.WeakKeyDictionary[Catalog, Vocabulary] = weakref.WeakKeyDictionary()

@@ -1,4 +1,5 @@
-"""The one client of the Prometheus HTTP API, shared by ``lint --prometheus`` and ``backtest``.
+"""The one client of the Prometheus HTTP API, shared by ``lint --prometheus``, ``backtest``
+and ``repair`` (the only one that POSTs: admin deletions and remote writes).
 
 Why one client: both commands talk to a server the user points at, so both need the same
 guards, and each guard written twice drifts (lint used to print urllib3's whole essay where
@@ -57,6 +58,15 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|
 
 class QueryRejected(UsageError):
     """The server answered, and refused the request (bad PromQL, too many points, ...)."""
+
+
+class PostRefused(UsageError):
+    """The server answered a POST with an error status (``status``): an endpoint switched
+    off (404, 503) or samples it does not take (400)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -402,6 +412,32 @@ class PrometheusAPI:
         """``/api/v1/targets?state=active``: the active scrape targets."""
         return self._checked("targets", {"state": "active"}, _targets)
 
+    def post(
+        self, path: str, params: Mapping[str, str | Sequence[str]], body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+    ) -> int:  # fmt: skip
+        """POST ``/api/v1/<path>`` (the admin and remote-write endpoints, which answer 2xx
+        with an empty body): the status, or one ``UsageError`` line with the server's reason.
+
+        Why here: a write is one more request to the server the user named, and it needs the
+        same deadline, size cap and redaction as every read.
+        """
+        where = f"/api/v1/{path}"
+        answer = self._get(where, params, ("POST", body, dict(headers or {})))
+        if not 200 <= answer.status < 300:
+            text = " ".join(answer.body.decode("utf-8", "backslashreplace").split())
+            try:
+                reason = json.loads(answer.body).get("error")
+            except (ValueError, RecursionError, AttributeError):
+                reason = None
+            text = reason if isinstance(reason, str) else text
+            raise PostRefused(
+                f"Prometheus at {self.url} answered HTTP {answer.status} to POST {where}: "
+                f"{shown(text) or '(empty body)'}",
+                answer.status,
+            )
+        return answer.status
+
     # -- the exchange --
 
     def _checked(self, path: str, params: Mapping[str, str], check: Callable[[object], _T]) -> _T:
@@ -449,12 +485,16 @@ class PrometheusAPI:
                 f"Prometheus at {self.url} sent a malformed answer to {where}: {exc}"
             ) from None
 
-    def _get(self, where: str, params: Mapping[str, str]) -> _Answer:
-        """One GET within the deadline and the size cap; every failure one ``UsageError``."""
-        target = f"{self._path}{where}?{urlencode(params)}"
+    def _get(
+        self, where: str, params: Mapping[str, str | Sequence[str]],
+        send: tuple[str, bytes, dict[str, str]] = ("GET", b"", {}),
+    ) -> _Answer:  # fmt: skip
+        """One request (a GET unless ``send`` says method, body and headers) within the
+        deadline and the size cap; every failure one ``UsageError``."""
+        target = f"{self._path}{where}?{urlencode(params, doseq=True)}"
         deadline = _Deadline(self.timeout)
         try:
-            return self._exchange(target, deadline)
+            return self._exchange(target, deadline, send)
         except _Expired:
             hint = f", or ask for less: {self.ask_less}" if self.ask_less else ""
             raise UsageError(
@@ -482,7 +522,9 @@ class PrometheusAPI:
         finally:
             deadline.stop()
 
-    def _exchange(self, target: str, deadline: _Deadline) -> _Answer:
+    def _exchange(
+        self, target: str, deadline: _Deadline, send: tuple[str, bytes, dict[str, str]]
+    ) -> _Answer:
         """Connect, send, read headers and body; raise ``_Expired`` once the deadline passed,
         whatever the blocked call raised or returned."""
         try:
@@ -509,16 +551,20 @@ class PrometheusAPI:
                     raise _Unreachable(_cause(exc)) from None
             conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
             conn.sock = sock
-            return self._read(conn, target, deadline)
+            return self._read(conn, target, deadline, send)
         finally:
             if conn is not None:
                 conn.close()
             raw.close()
             killer.close()
 
-    def _read(self, conn: http.client.HTTPConnection, target: str, deadline: _Deadline) -> _Answer:
+    def _read(
+        self, conn: http.client.HTTPConnection, target: str, deadline: _Deadline,
+        send: tuple[str, bytes, dict[str, str]],
+    ) -> _Answer:  # fmt: skip
+        method, body, extra = send
         try:
-            conn.request("GET", target, headers=self._headers)
+            conn.request(method, target, body=body or None, headers={**self._headers, **extra})
         except OSError as exc:
             if deadline.expired or isinstance(exc, TimeoutError):
                 raise _Expired from None

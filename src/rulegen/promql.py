@@ -491,3 +491,36 @@ def _kept_name_binary(node: Any) -> str | None:
     if op in ("==", "!=", ">", "<", ">=", "<=") and not returns_bool:
         return _kept_name(node.lhs if _type_of(node.lhs) == "vector" else node.rhs)
     return None
+
+
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
+def grouped_labels(expr: str) -> tuple[str, ...] | None:
+    """The labels of ``expr``'s result when an aggregation decides them (``sum by (gpu)`` →
+    ``("gpu",)``, ``sum(...)`` → ``()``), or ``None`` when its series keep labels the text
+    does not list (a selector, ``without``, ``topk``).
+
+    Why: a custom alert's default summary names the labels that tell one firing instance
+    from another; an aggregation names them, a plain selector keeps whatever it reads.
+    """
+    return _grouped(promql_parser.parse(expr))
+
+
+def _grouped(node: Any) -> tuple[str, ...] | None:
+    if isinstance(node, promql_parser.ParenExpr):
+        return _grouped(node.expr)
+    if isinstance(node, promql_parser.AggregateExpr):
+        if str(node.op).lower() in ("topk", "bottomk", "limitk"):
+            return None  # a selection, not a grouping: the series keep their labels
+        if node.modifier is None:
+            return ()
+        if str(node.modifier).startswith("by"):
+            return tuple(str(label) for label in node.modifier.labels)
+        return None
+    if isinstance(node, promql_parser.Call):
+        vectors = [a for a in node.args if _type_of(a) in ("vector", "matrix")]
+        return _grouped(vectors[0]) if vectors else ()
+    if isinstance(node, promql_parser.BinaryExpr):
+        return _grouped(node.lhs if _type_of(node.lhs) == "vector" else node.rhs)
+    if isinstance(node, promql_parser.SubqueryExpr):
+        return _grouped(node.expr)
+    return None

@@ -78,20 +78,21 @@ def resolve_spec(
         col.error((), "a spec needs at least one entry in alerts, slos, diagnoses or recordings")
     _kubernetes_labels(col, spec.targets.operator.labels)
     _mimir_namespace(col, spec.targets.mimir.namespace)
+    _vmalert_labels(col, spec.targets.victoriametrics.labels)
     host_ok = _host_label(col, spec, catalog)
+    # A bad interval is reported once; the entries are still checked, against the default,
+    # so its error hides none of theirs.
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
     alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog)
     recordings = resolve_recordings(col, spec)
     groups = resolve_groups(col, spec, intervals[0])
-    slos: tuple[ResolvedSLO, ...] = ()
+    slos = resolve_slos(col, spec, spec_labels, intervals[0], intervals[1], catalog)
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
-    if evaluation is not None and scrape is not None:
-        slos = resolve_slos(col, spec, spec_labels, evaluation, scrape, catalog)
-        signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
-        if host_ok:
-            diagnoses = resolve_diagnoses(
-                col, spec, spec_labels, signals, selectors, (evaluation, scrape), catalog
-            )
+    signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
+    if host_ok:
+        diagnoses = resolve_diagnoses(
+            col, spec, spec_labels, signals, selectors, intervals, catalog
+        )
     if col.diagnostics or evaluation is None or scrape is None:
         return None, col.diagnostics
     explained = {name for d in diagnoses for name in d.explains}
@@ -120,6 +121,20 @@ def _kubernetes_labels(col: Collector, labels: Mapping[str, str]) -> None:
         elif not _K8S_VALUE.match(value):
             col.error(path, f"invalid Kubernetes label value {value!r} (at most 63 chars of "
                             "[A-Za-z0-9_.-], starting and ending alphanumeric)")  # fmt: skip
+
+
+# Labels the SLO rules select on: a vmalert group label overwrites the rules' own labels.
+_SLO_LABELS = ("slo", "slo_term")
+
+
+def _vmalert_labels(col: Collector, labels: Mapping[str, str]) -> None:
+    """vmalert's group ``labels`` overwrite the same labels of every rule of the group, so
+    they must not name a label rulegen sets (``service``, ``severity``, ``slo``…)."""
+    path: PathKey = ("targets", "victoriametrics", "labels")
+    label_set(col, path, labels)
+    for key in labels:
+        if key in _SLO_LABELS:
+            col.error((*path, key), f"label {key!r} is set by rulegen and cannot be overridden")
 
 
 # A file name is at most 255 bytes on the usual file systems; ``.yaml`` takes five.

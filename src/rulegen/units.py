@@ -37,6 +37,10 @@ class UnitError(ValueError):
     """A value that does not parse in the unit a field expects."""
 
 
+class BarePercentError(UnitError):
+    """A bare number above 1 where a percentage is expected: its message spells out the fix."""
+
+
 def parse_duration(text: str) -> Decimal:
     """Prometheus duration syntax (``30s``, ``5m``, ``1h30m``) to seconds."""
     match = _PROM_DURATION.match(text)
@@ -65,17 +69,36 @@ def parse_latency(text: str) -> Decimal:
 
 
 def parse_percent(value: object) -> Decimal:
-    """``80%`` or a fraction ``0.8`` to a ratio (0.8)."""
+    """``80%`` or a fraction ``0.8`` to a ratio (0.8).
+
+    A bare number above 1 (``90``) is refused, never guessed: read as a fraction it is 9000%,
+    read as a percentage it contradicts ``0.9``. Every percent field, the SLO objective
+    included, goes through :func:`bare_percent_hint` so the fix reads the same everywhere.
+    """
     if isinstance(value, bool):
         raise UnitError(f"expected a percentage like 80% or a fraction like 0.8, got {value!r}")
     if isinstance(value, int | float):
-        return _decimal(repr(value))
+        return _fraction(_decimal(repr(value)), value)
     if isinstance(value, str):
         text = value.strip()
         if text.endswith("%"):
             return _decimal(text[:-1].strip()) / 100
-        return _decimal(text)
+        return _fraction(_decimal(text), value)
     raise UnitError(f"expected a percentage like 80% or a fraction like 0.8, got {value!r}")
+
+
+def bare_percent_hint(number: Decimal, raw: object) -> str:
+    """The one message for a bare number above 1 where a percentage is expected."""
+    shown = format(number.normalize(), "f")
+    fraction = format((number / 100).normalize(), "f")
+    got = raw if isinstance(raw, str) else repr(raw)
+    return f"a bare number is not a percentage: write {shown}% or {fraction} (got {got})"
+
+
+def _fraction(number: Decimal, raw: object) -> Decimal:
+    if number > 1:
+        raise BarePercentError(bare_percent_hint(number, raw))
+    return number
 
 
 def parse_number(value: object) -> Decimal:

@@ -240,7 +240,7 @@ CASES: list[Case] = [
             """,
         stderr=spec_errors(
             "specs/web.yaml:1:1: service: required field is missing",
-            "specs/web.yaml:2:1: servce: unknown key",
+            'specs/web.yaml:2:1: servce: unknown key; did you mean "service"?',
         ),
     ),
     Case(
@@ -581,6 +581,21 @@ CASES: list[Case] = [
         stderr=spec_errors(
             "specs/web.yaml:5:16: alerts[0].threshold: invalid duration 'fast' "
             "(expected a latency like 5ms, 500ms, 2s)"
+        ),
+    ),
+    Case(
+        "a bare 90 on a percent signal is neither 90% nor 9000%: the fix is spelled out",
+        spec="""
+            version: 1
+            service: web
+            alerts:
+              - signal: kv_cache_usage
+                threshold: 90
+                severity: warning
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:5:16: alerts[0].threshold: a bare number is not a percentage: "
+            "write 90% or 0.9 (got 90)"
         ),
     ),
     Case(

@@ -60,12 +60,14 @@ def one_line_error(result: CliResult, code: int = 2) -> str:
 
 BAD_ARGS = [
     # (case, arguments, the error line)
-    ("bad --from", ["--from", "yesterday", "--to", "1767225600"],
-     "rulegen: error: --from 'yesterday': not a time; use RFC3339 (2026-01-01T00:00:00Z) or "
-     "Unix seconds"),
+    ("bad --from", ["--from", "last week", "--to", "1767225600"],
+     "rulegen: error: --from 'last week': not a time; use RFC3339 "
+     "(2026-01-01T00:00:00Z), Unix seconds, or relative: now, -7d (or now-7d), today, "
+     "yesterday (00:00 UTC)"),
     ("no zone", ["--from", "2026-01-01T00:00:00", "--to", "1767225600"],
      "rulegen: error: --from '2026-01-01T00:00:00': not a time; use RFC3339 "
-     "(2026-01-01T00:00:00Z) or Unix seconds"),
+     "(2026-01-01T00:00:00Z), Unix seconds, or relative: now, -7d (or now-7d), today, "
+     "yesterday (00:00 UTC)"),
     ("from after to", ["--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"],
      "rulegen: error: --from 2026-01-02T00:00:00Z must be before --to 2026-01-01T00:00:00Z"),
     ("bad --step", ["--from", "0", "--to", "60", "--step", "fast"],
@@ -153,7 +155,26 @@ def test_parse_time(text: str, ms: int) -> None:
     assert parse_time(text, "--from") == ms
 
 
-@pytest.mark.parametrize("text", ["", "now", "-5", "2026-01-01", "nan", "2026-13-01T00:00:00Z"])
+# 2026-01-08T12:30:00Z, the present the relative times below are read against
+NOW = 1767875400.0
+RELATIVE = [
+    ("now", 1767875400000),
+    ("-7d", 1767875400000 - 7 * 86_400_000),
+    ("now-7d", 1767875400000 - 7 * 86_400_000),
+    ("-1h30m", 1767875400000 - 5_400_000),
+    ("today", 1767830400000),  # 2026-01-08T00:00:00Z
+    ("yesterday", 1767744000000),  # 2026-01-07T00:00:00Z
+]
+
+
+@pytest.mark.parametrize(("text", "ms"), RELATIVE, ids=[t for t, _ in RELATIVE])
+def test_parse_time_reads_relative_times_against_one_present(text: str, ms: int) -> None:
+    assert parse_time(text, "--from", NOW) == ms
+
+
+@pytest.mark.parametrize(
+    "text", ["", "now-", "-7x", "-5", "2026-01-01", "nan", "2026-13-01T00:00:00Z", "tomorrow"]
+)
 def test_parse_time_refuses(text: str) -> None:
     with pytest.raises(UsageError, match="not a time"):
         parse_time(text, "--from")

@@ -34,7 +34,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(example_build: Exam
     result = example_build.result
     assert result.code == 0, result.err
     assert "promtool test rules: 6 file(s) passed" in result.out
-    assert "amtool routing tests: 31 passed" in result.out
+    assert "amtool routing tests: 33 passed" in result.out
     assert _snapshot(example_build.root / "rules") == _snapshot(REPO / "rules")
 
 
@@ -180,10 +180,16 @@ def test_schema_is_json_schema_of_the_spec(cli: Cli) -> None:
     assert {"alerts", "slos"} <= set(schema["properties"])
 
 
-def test_committed_schema_is_up_to_date(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("kind", "file"),
+    [("spec", "rulegen"), ("routing", "routing"), ("defaults", "defaults")],
+)
+def test_committed_schema_is_up_to_date(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, kind: str, file: str
+) -> None:
     monkeypatch.chdir(REPO)
-    result = cli("schema")
-    assert result.out == (REPO / "schema" / "rulegen.schema.json").read_text(), "run make schema"
+    result = cli("schema", "--kind", kind)
+    assert result.out == (REPO / "schema" / f"{file}.schema.json").read_text(), "run make schema"
 
 
 @pytest.mark.slow

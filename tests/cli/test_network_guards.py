@@ -565,8 +565,8 @@ TIME_OPTIONS = [
     ("an RFC3339 --from before 1970", ["--from", "1969-12-31T23:59:59Z", "--to", "60"],
      f"rulegen: error: --from '1969-12-31T23:59:59Z': {RANGE}"),
     ("a --to of inf", ["--from", "0", "--to", "inf"],
-     "rulegen: error: --to 'inf': not a time; use RFC3339 (2026-01-01T00:00:00Z) or Unix "
-     "seconds"),
+     "rulegen: error: --to 'inf': not a time; use RFC3339 (2026-01-01T00:00:00Z), Unix "
+     "seconds, or relative: now, -7d (or now-7d), today, yesterday (00:00 UTC)"),
     ("a --from with a million-digit exponent", ["--from", "1e999999999", "--to", "60"],
      f"rulegen: error: --from '1e999999999': {RANGE}"),
     ("a step of 1ms over years",

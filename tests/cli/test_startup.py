@@ -31,7 +31,7 @@ STARTUP = frozenset(
         "rulegen.units", "rulegen.promapi", "rulegen.progress", "rulegen.render",
         "rulegen.catalog", "rulegen.catalog.folders", "rulegen.lint", "rulegen.lint.check",
         "rulegen.backtest", "rulegen.backtest.command", "rulegen.diff", "rulegen.diff.command",
-        "rulegen.importer", "rulegen.importer.command",
+        "rulegen.importer", "rulegen.importer.command", "rulegen.repair", "rulegen.repair.command",
     }
 )  # fmt: skip
 
@@ -72,6 +72,7 @@ def _modules_after(*argv: str) -> list[str]:
         ["backtest", "--help"],
         ["diff", "--help"],
         ["import", "--help"],
+        ["repair", "--help"],
         ["build", "--quiet", "--verbose"],
     ],
     ids=lambda argv: " ".join(argv),

@@ -174,7 +174,7 @@ CASES: list[Case] = [
         ),
     ),
     Case(
-        "a bare 70 is not read as 70%: it is a ratio above 1 and rejected",
+        "a bare 70 is not read as 70% nor as 7000%: the fix is spelled out",
         spec="""
             version: 1
             service: web
@@ -183,8 +183,8 @@ CASES: list[Case] = [
                 disk_utilization: 70
             """,
         stderr=spec_errors(
-            "specs/web.yaml:5:23: diagnoses[0].disk_utilization: must be between 0% and 100%, "
-            "both excluded (got 70) (a bare number is a fraction: write 70% or 0.7)"
+            "specs/web.yaml:5:23: diagnoses[0].disk_utilization: a bare number is not a "
+            "percentage: write 70% or 0.7 (got 70)"
         ),
     ),
     Case(

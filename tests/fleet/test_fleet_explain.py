@@ -43,7 +43,7 @@ FILES = {
             threshold: 10ms
         slos:
           - name: availability
-            objective: 99.9
+            objective: 99.9%
             sli: {ratio: {errors: e_total, total: t_total}}
         """,
 }
@@ -65,7 +65,7 @@ alerts:  # specs/web.yaml:5
     severity: warning  # from specs/defaults.yaml:6
 slos:  # specs/web.yaml:8
   - name: availability  # specs/web.yaml:9
-    objective: 99.9  # specs/web.yaml:10
+    objective: 99.9%  # specs/web.yaml:10
     sli:  # specs/web.yaml:11
       ratio:  # specs/web.yaml:11
         errors: e_total  # specs/web.yaml:11
@@ -127,8 +127,8 @@ LINT_SPEC = """
     extends: defaults.yaml
     slos:
       - name: availability{comment}
-        objective: 99.9
-        sli: {{ratio: {{errors: e_total, total: t_total}}}}
+        objective: 99.9%
+        sli: {{ratio: {{errors: 'e_total{{job="web"}}', total: 't_total{{job="web"}}'}}}}
     """
 FINDING = (
     "specs/defaults.yaml:6:13: [slo/retention] error: SLO availability: reads 7d of history "

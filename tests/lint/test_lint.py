@@ -123,7 +123,7 @@ CASES = [
           - name: api
             objective: 95%
             evaluation_interval: 1m
-            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+            sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
         "specs/web.yaml:6:5: [slo/unreachable-tier] warning: SLO api: tier 1h/5m fires only "
         "when more than 72% of events fail (burn rate 14.4× a 5% budget): a partial outage "
@@ -136,7 +136,7 @@ CASES = [
           - name: api
             objective: 99.9%
             evaluation_interval: 1m
-            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+            sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
         "",
     ),
@@ -148,7 +148,7 @@ CASES = [
           - name: api
             objective: 99.9%
             evaluation_interval: 1m
-            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+            sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
         "specs/web.yaml:7:5: [slo/retention] error: SLO api: reads 30d of history but "
         "Prometheus keeps 15d (retention): the SLI and budget silently cover less than the "
@@ -163,7 +163,7 @@ CASES = [
           - name: api
             objective: 99.9%
             evaluation_interval: 1m
-            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+            sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
         "",
     ),
@@ -220,7 +220,7 @@ CASES = [
           - name: api
             objective: 99.9%
             evaluation_interval: 1m
-            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+            sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
             alerting: {page: {severity: warning}, ticket: {severity: critical}}
         """),
         "specs/web.yaml:10:15: [label/severity] warning: SLO api: the ticket (critical) is "
@@ -257,6 +257,33 @@ CASES = [
         "specs/web.yaml:6:5: [custom/untested] warning: NodeDown: a custom alert with no "
         "examples and no promtool test of your own naming it: nothing shows when it fires; add "
         "examples: (input series, fires_at, silent_at) or a test in specs/tests/\n",
+    ),
+    Case(
+        "selector/unscoped: an SLI on a metric with no matcher reads every service's series",
+        spec("""
+        slos:
+          - name: availability
+            objective: 99.9%
+            sli: {ratio: {errors: 'e_total{code="5"}', total: e_total}}
+        """),
+        "specs/web.yaml:8:10: [selector/unscoped] warning: ErrorBudgetBurn: reads e_total with "
+        "no label matcher, so it counts the series of every service and target; add the "
+        "spec's selectors: for the metric's family (e.g. vllm: 'job=\"vllm\"') or a matcher "
+        "of its own\n",
+    ),
+    Case(
+        "selector/unscoped: an SLI of a known family gets the spec's selectors and is fine",
+        spec("""
+        selectors: {vllm: 'job="vllm"'}
+        slos:
+          - name: availability
+            objective: 99.9%
+            sli:
+              ratio:
+                errors: 'vllm:request_success_total{finished_reason="abort"}'
+                total: 'vllm:request_success_total'
+        """),
+        "",
     ),
     Case(
         "custom/untested: a custom alert with examples is fine",

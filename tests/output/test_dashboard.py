@@ -810,8 +810,13 @@ def test_each_slo_has_a_row_with_its_stats_budget_and_burn_rates(slo: SLOCase) -
         f"SLI over {slo.window}",
         "Error budget left",
         "Time to exhaustion",
+        "Window recorded",
     ]
     assert [n for e in exprs(row[0]) for n, _ in selectors(e)] == ["slo:objective:ratio"]
+    coverage = next(p for p in row if p["title"] == "Window recorded")
+    assert [n for e in exprs(coverage) for n, _ in selectors(e)] == ["slo:sli_coverage:ratio"]
+    steps = coverage["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert [(s["value"], s["color"]) for s in steps] == [(None, "red"), (1, "green")]
     assert [n for n, _ in selectors(exprs(budget)[0])] == ["slo:error_budget_remaining:ratio"]
     assert red_steps(budget) == [0]
     green = [s["value"] for s in sli["fieldConfig"]["defaults"]["thresholds"]["steps"]]

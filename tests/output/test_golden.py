@@ -78,17 +78,18 @@ def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.M
         discover([Path("specs")]),
         load_catalog([Path("signals")]),
         root=repo,
-        targets=("operator", "thanos", "mimir"),
+        targets=("operator", "thanos", "mimir", "victoriametrics"),
     )
     files = {
         name: text
         for name, text in result.files.items()
-        if name.split("/")[0] in ("kubernetes", "thanos", "mimir")
+        if name.split("/")[0] in ("kubernetes", "thanos", "mimir", "victoriametrics")
     }
     on_disk = _golden(GOLDEN / "example-targets" / "expected", files, update_golden)
     assert sorted(on_disk) == [
         "kubernetes/deepseek-v4.yaml",
         "mimir/inference.yaml",
         "thanos/deepseek-v4.rules.yml",
+        "victoriametrics/deepseek-v4.rules.yml",
     ]
     assert files == on_disk, "example targets differ; run make update-golden and review"

@@ -201,7 +201,7 @@ def slo(draw: st.DrawFn, index: int) -> dict[str, Any]:
     """A ratio or latency SLO with an objective the default tiers can reach."""
     entry: dict[str, Any] = {
         "name": f"s{index}-{draw(st.sampled_from(['api', 'ttft', 'x_y']))}",
-        "objective": draw(st.sampled_from(["99.9%", "99%", 99.5, 0.995, "95%", "99.95%"])),
+        "objective": draw(st.sampled_from(["99.9%", "99%", "99.5%", 0.995, "95%", "99.95%"])),
         "window": draw(st.sampled_from(["7d", "7d", "28d", "30d"])),
         "evaluation_interval": "1m",
     }

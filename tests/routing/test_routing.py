@@ -202,7 +202,7 @@ CASES: list[Case] = [
 """,
         spec_errors(
             "specs/routing.yaml:8:14: routing.receivers[1].slack: api_url_file: required "
-            "field is missing"
+            "field is missing (or global.slack_api_url_file in the base file)"
         ),
     ),
     # --- integrations --------------------------------------------------------------------
@@ -337,7 +337,8 @@ CASES: list[Case] = [
 """,
         spec_errors(
             "specs/routing.yaml:8:7: routing.routes[0]: receiver: required field is missing",
-            "specs/routing.yaml:9:7: routing.routes[0].reciever: unknown key",
+            "specs/routing.yaml:9:7: routing.routes[0].reciever: unknown key; "
+            'did you mean "receiver"?',
         ),
     ),
     # --- files ---------------------------------------------------------------------------

@@ -111,13 +111,37 @@ def test_only_the_base_window_reads_raw_series(tmp_path: Path) -> None:
             assert expr.count("http_requests_total") == 1, "the total must not be scanned twice"
 
 
+def _terms(expr: str) -> str:
+    """The window's own terms (the top-level lines), without their fallbacks."""
+    return "\n".join(line for line in expr.splitlines() if line.startswith("  label_replace(slo"))
+
+
 def test_long_windows_read_one_sample_per_term(tmp_path: Path) -> None:
     rules = {str(r.get("record")): str(r["expr"]) for r in _rules(tmp_path, _spec())}
     thirty = rules["slo:sli_total:increase30d"]
-    assert thirty.count("slo:sli_total:increase3d{") == 10
+    assert _terms(thirty).count("slo:sli_total:increase3d{") == 10
     assert "[" not in thirty, "no range selector: each term is one sample"
-    offsets = re.findall(r"offset (\w+)", thirty)
+    offsets = re.findall(r"offset (\w+)", _terms(thirty))
     assert offsets == [f"{3 * i}d" for i in range(1, 10)]
+
+
+def test_a_coarse_term_falls_back_to_the_finer_recordings_of_its_chunk(tmp_path: Path) -> None:
+    rules = {str(r.get("record")): str(r["expr"]) for r in _rules(tmp_path, _spec())}
+    own = 'service="web", slo="availability"'
+    thirty = rules["slo:sli_errors:increase30d"]
+    one_day = f"slo:sli_errors:increase1d{{{own}}}"
+    for k in range(1, 10):
+        start = 3 * k
+        assert (
+            f"{one_day} offset {start}d\n        or\n"
+            f"        ({one_day} offset {start - 1}d23h55m and on () "
+            f"slo:sli_total:increase5m{{{own}}} offset {start + 1}d)"
+        ) in thirty
+        for later in (1, 2):
+            assert f'{one_day} offset {start + later}d, "slo_term", "{later}"' in thirty
+    # 3d falls back to 6h pieces; 1d's 6h chunks are under 1% of 30 days and do not
+    assert "slo:sli_errors:increase6h" in rules["slo:sli_errors:increase3d"]
+    assert "slo:sli_errors:increase2h" not in rules["slo:sli_errors:increase1d"]
 
 
 def test_every_rule_reads_only_recordings_made_before_it_in_the_group(tmp_path: Path) -> None:
@@ -188,7 +212,57 @@ def test_min_traffic_guards_every_tier_in_requests_per_second(tmp_path: Path) ->
 def test_a_disabled_severity_has_no_alert_and_no_unused_windows(tmp_path: Path) -> None:
     spec = _spec(extra="    alerting: {ticket: {enabled: false}}\n")
     rules = _rules(tmp_path, spec)
-    assert [r["labels"]["severity"] for r in rules if "alert" in r] == ["critical"]  # type: ignore[index]
+    burns = [r for r in rules if "alert" in r and r["alert"] != "SLORecordingsIncomplete"]
+    assert [r["labels"]["severity"] for r in burns] == ["critical"]  # type: ignore[index]
     records = {str(r.get("record")) for r in rules}
     assert "slo:sli_error:ratio_rate3d" not in records
     assert "slo:sli_error:ratio_rate2h" not in records
+
+
+OWN = '{service="web", slo="availability"}'
+
+
+@pytest.mark.parametrize(
+    ("window", "extra", "chain", "terms"),
+    [
+        ("30d", "", ["5m", "30m", "1h", "2h", "6h", "1d", "3d", "30d"], "8640"),
+        ("7d", "", ["5m", "30m", "1h", "2h", "6h", "1d", "3d", "7d"], "2016"),
+        ("1h", "    tiers: [{long: 1h, short: 5m, budget: 50%, alert: page}]\n",
+         ["5m", "1h"], "12"),
+    ],
+    ids=["30d window", "7d window (2 x 3d + 1d)", "1h window, one tier"],
+)  # fmt: skip
+def test_coverage_counts_base_terms_along_the_slo_window_cascade(
+    tmp_path: Path, window: str, extra: str, chain: list[str], terms: str
+) -> None:
+    rules = _rules(tmp_path, _spec(window=window, extra=extra))
+    by_name = {str(r.get("record")): str(r["expr"]) for r in rules if "record" in r}
+    counts = [n.removeprefix("slo:sli_terms:count") for n in by_name if "sli_terms" in n]
+    assert counts == chain
+    assert by_name["slo:sli_terms:count5m"] == (
+        f"clamp_max(count(slo:sli_total:increase5m{OWN}), 1)"
+    )
+    for longer in chain[1:]:
+        # the same terms as the window's increases, summed per SLO only
+        mine = by_name[f"slo:sli_terms:count{longer}"]
+        theirs = _terms(by_name[f"slo:sli_total:increase{longer}"])
+        assert _terms(mine) == theirs.replace("slo:sli_total:increase", "slo:sli_terms:count")
+        assert mine.count("label_replace(") == theirs.count("label_replace(")  # no fallback
+    assert by_name["slo:sli_coverage:ratio"].endswith(f"/ {terms}")
+    assert f"slo:sli_terms:count{window}{OWN}" in by_name["slo:sli_coverage:ratio"]
+
+
+def test_the_incomplete_alert_waits_for_a_full_window_and_a_few_evaluations(
+    tmp_path: Path,
+) -> None:
+    rules = _rules(tmp_path, _spec(extra="    evaluation_interval: 30s\n"))
+    alert = next(r for r in rules if r.get("alert") == "SLORecordingsIncomplete")
+    assert alert["expr"] == (
+        f"slo:sli_coverage:ratio{OWN} < 1\nand\n(slo:objective:ratio{OWN} offset 30d) > 0"
+    )
+    assert alert["for"] == "1m30s"
+    assert alert["labels"] == {
+        "service": "web", "severity": "warning", "slo": "availability", "team": "a"
+    }  # fmt: skip
+    description = alert["annotations"]["description"]  # type: ignore[index]
+    assert "with rulegen repair (rulegen docs: slos.md, Repair)" in description

@@ -6,7 +6,7 @@ Every broken case runs the full ``rulegen build`` in-process twice: once in a tr
 run as a real process, for the exit code and the absence of a traceback.
 
 Legal SLO specs are built for real, promtool validation included (generated tests run), as
-subprocesses two at a time; the three spellings of 99.9%, which render the same bytes, share
+subprocesses two at a time; the two spellings of 99.9%, which render the same bytes, share
 one test cache, so promtool runs those bytes once (see ``SPELLINGS``).
 
 The expected lines are literal on purpose: a reviewer can check each line and column against
@@ -65,7 +65,7 @@ CASES: list[Case] = [
         ),
     ),
     Case(
-        "an objective of 100 (read as 100%) is rejected: no error budget",
+        "an objective of 100 is a bare number, not a percentage: the fix is spelled out",
         spec="""
             version: 1
             service: web
@@ -76,24 +76,42 @@ CASES: list[Case] = [
                   ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
             """,
         stderr=spec_errors(
-            "specs/web.yaml:5:16: slos[0].objective: must be between 0% and 100%, both "
-            "exclusive (got 100)"
+            "specs/web.yaml:5:16: slos[0].objective: a bare number is not a percentage: write "
+            "100% or 1 (got 100)"
         ),
     ),
     Case(
-        "an objective of 101 is rejected as above 100%",
+        "an objective given as the bare percentage 99.5 is refused with the fix spelled out",
         spec="""
             version: 1
             service: web
             slos:
               - name: api
-                objective: 101
+                objective: 99.5
                 sli:
                   ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
             """,
         stderr=spec_errors(
-            "specs/web.yaml:5:16: slos[0].objective: must be between 0% and 100%, both "
-            "exclusive (got 101)"
+            "specs/web.yaml:5:16: slos[0].objective: a bare number is not a percentage: write "
+            "99.5% or 0.995 (got 99.5)"
+        ),
+    ),
+    Case(
+        "a tier's budget share given as a bare 2 gets the same fix as every percent field",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99.9%
+                sli:
+                  ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
+                tiers:
+                  - {long: 1h, short: 5m, budget: 2, alert: page}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:9:39: slos[0].tiers[0].budget: a bare number is not a percentage: "
+            "write 2% or 0.02 (got 2)"
         ),
     ),
     Case(
@@ -1114,19 +1132,6 @@ LEGAL: dict[str, str] = {
               ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
             alerting: {ticket: {enabled: false}}
         """,
-    "an objective given as the bare percentage 99.9": """
-        version: 1
-        service: web
-        evaluation_interval: 1m
-        alerts:
-          - {signal: disk_await, threshold: 5ms, severity: warning}
-        slos:
-          - name: api
-            objective: 99.9
-            sli:
-              ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
-            alerting: {ticket: {enabled: false}}
-        """,
     "a 7d window with custom tiers": """
         version: 1
         service: web
@@ -1216,14 +1221,13 @@ class Built:
     files: dict[str, bytes | None]
 
 
-# The three spellings of 99.9% render the same files (checked below). The first is built with
-# an empty test cache, so promtool runs every one of its test files; the other two are built
-# after it with that cache, so promtool skips exactly the bytes that passed there, and their
-# builds still render, check and write everything.
+# The two spellings of 99.9% render the same files (checked below); a bare 99.9 is refused (see
+# CASES). The first is built with an empty test cache, so promtool runs every one of its test
+# files; the other is built after it with that cache, so promtool skips exactly the bytes that
+# passed there, and its build still renders, checks and writes everything.
 SPELLINGS = [
     "an objective given as the ratio 0.999",
     "an objective given as the percentage '99.9%'",
-    "an objective given as the bare percentage 99.9",
 ]
 
 
@@ -1268,11 +1272,11 @@ def test_legal_slo_spec_builds_and_its_tests_pass(
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
 @pytest.mark.slow
-def test_the_three_ways_to_write_99_9_percent_give_the_same_rules(
+def test_the_two_ways_to_write_99_9_percent_give_the_same_rules(
     legal_builds: dict[str, Built],
 ) -> None:
     files = [legal_builds[form].files for form in SPELLINGS]
-    assert files[0] == files[1] == files[2]
+    assert files[0] == files[1]
     rules = files[0]["prometheus/web.slo.api.rules.yml"]
     assert rules is not None
     assert b"vector(0.999)" in rules

@@ -13,6 +13,10 @@ lines verbatim), cheapest case first, and stops at the first that fails: a file 
 only if one of its cases does, so exactly the same mutants are caught, most of them by a case
 of a few evaluation steps instead of days of history.
 
+The fallbacks of coarse window terms are not edited here: they take over only when an
+evaluation was missed, which promtool cannot do (it evaluates every step), so no generated
+test can tell them apart; ``test_slo_gaps_prometheus.py`` checks them on a real Prometheus.
+
 The factor and min_traffic edits were once missed (tier checks re-rendered the condition instead
 of reading the alert rule; no scenario sat near min_traffic); the generated tests now fire each
 alert through one tier alone and run outages just below and above min_traffic.
@@ -125,6 +129,12 @@ GUARD_5M = f"(slo:sli_total:increase5m{{{CHECKOUT}}} > 0)"
 ALONE_1H = "fires through tier 1h/5m alone"
 ALONE_6H = "fires through tier 6h/30m alone"
 ZERO = "zero traffic"
+GAP = "scrape gap"
+COUNT_5M = f"slo:sli_terms:count5m{{{CHECKOUT}}} offset "
+COUNT_1H = (
+    "\n        or\n        label_replace(slo:sli_terms:count30m"
+    f'{{{CHECKOUT}}} offset 30m, "slo_term", "1", "", "")'
+)
 
 # fmt: off
 MUTATIONS = [
@@ -153,6 +163,14 @@ MUTATIONS = [
              "    labels:\n", "    for: 2m\n    labels:\n", first=ALONE_6H),
     Mutation("ticket alert: for 5m -> 10m", "checkout", "ticket",
              "    for: 5m\n", "    for: 10m\n", first="the ticket fires"),
+    # Coverage (a count of present 5m terms summed like the increases): caught by the raw
+    # scrape gap, whose exact counts and coverage the generated test predicts.
+    Mutation("coverage divides by 8064 instead of 8640 terms", "checkout", "recordings",
+             "/ 8640\n", "/ 8064\n", first=GAP),
+    Mutation("30m term count: offset 25m -> 20m", "checkout", "recordings",
+             COUNT_5M + "25m", COUNT_5M + "20m", first=GAP),
+    Mutation("1h term count: second 30m term dropped", "checkout", "recordings", COUNT_1H, "",
+             first=GAP),
     # latency SLO: search, 99% over 28d, group_by region, min_traffic 0.1
     # Caught by the outages just below and just above min_traffic.
     Mutation("min_traffic 0.1 -> 1 req/s in every tier", "search", "alerts",
@@ -166,6 +184,8 @@ MUTATIONS = [
              first=ZERO),
     Mutation("objective recorded as 0.999 instead of 0.99", "search", "recordings",
              "vector(0.99)", "vector(0.999)", first=ZERO),
+    Mutation("coverage divides by 8640 instead of 8064 terms", "search", "recordings",
+             "/ 8064\n", "/ 8640\n", first=GAP),
 ]
 # fmt: on
 

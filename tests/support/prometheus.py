@@ -138,14 +138,19 @@ class PrometheusServer:
         workdir: Path,
         interval: int = 60,
         scrape_configs: Sequence[Mapping[str, Any]] = (),
+        flags: Sequence[str] = (),
+        storage: Mapping[str, Any] | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.flags = tuple(flags)  # e.g. --web.enable-admin-api (``rulegen repair``)
         self.config = workdir / "prometheus.yml"
         config: dict[str, Any] = {
             "global": {"scrape_interval": f"{interval}s", "evaluation_interval": f"{interval}s"}
         }
         if scrape_configs:
             config["scrape_configs"] = [dict(c) for c in scrape_configs]
+        if storage:
+            config["storage"] = dict(storage)
         self.config.write_text(yaml.safe_dump(config))
         self.log = workdir / "prometheus.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -164,6 +169,7 @@ class PrometheusServer:
                     f"--storage.tsdb.path={self.data_dir}",
                     f"--web.listen-address={HOST}:{port}",
                     "--storage.tsdb.retention.time=3650d",
+                    *self.flags,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -17,7 +17,7 @@ from typing import Any
 
 import promql_parser
 
-from rulegen import promql, units
+from rulegen import gotemplate, promql, units
 from rulegen.alerts.custom import ExampleContext, examples, group_name, verbatim_annotations
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog import Catalog, SignalDef
@@ -46,7 +46,12 @@ _VALUE_ACTION = {
     "percent": "{{ $value | humanizePercentage }}",
     "number": "{{ $value | humanize }}",
     "bandwidth": "{{ $value | humanize1024 }}B/s",
+    "bytes": "{{ $value | humanize1024 }}B",
 }
+# Labels that tell one firing instance of a custom alert from another, when its expression
+# keeps the labels of the series it reads (no aggregation names them).
+IDENTITY_LABELS = ("instance", "pod", "container", "namespace", "node", "gpu", "device",
+                   "model_name")  # fmt: skip
 
 
 def resolve_alerts(
@@ -205,11 +210,8 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
         annotations = verbatim_annotations(col, path, alert)
     else:
         values = {"alert": ctx.name, "service": ctx.spec.service, "for": str(for_text)}
-        defaults = (
-            go_escape(f"{ctx.name} is firing"),
-            go_escape(f"{ctx.name} ({ctx.spec.service}): ") + "{{ $labels }} value {{ $value }}",
-        )
-        annotations = _annotations(ctx, alert, defaults, values, "raw")
+        defaults = _custom_texts(ctx, alert, None if error else for_seconds)
+        annotations = _annotations(ctx, alert, defaults, values, alert.unit or "raw")
     group = group_name(col, (*path, "group"), alert.group)
     if error is not None or for_seconds is None or keep is None or len(col.diagnostics) > before:
         return None
@@ -227,6 +229,33 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
         group_origin=col.origin((*path, "group")) if group is not None else None,
         examples=found,
     )  # fmt: skip
+
+
+def _custom_texts(ctx: _AlertContext, alert: Any, for_seconds: Decimal | None) -> tuple[str, str]:
+    """A custom alert's default summary and description, for whoever is paged at 3 am.
+
+    The summary names the alert and the labels that identify the instance (those an
+    aggregation keeps, else the usual identity labels the series carry); the description
+    prints the value (humanized in the alert's ``unit``), every label as ``name=value``, the
+    ``for`` and the runbook.
+    """
+    try:
+        grouped = promql.grouped_labels(alert.expr) if for_seconds is not None else ()
+    except ValueError:
+        grouped = ()
+    names = IDENTITY_LABELS if grouped is None else grouped
+    identity = gotemplate.label_pairs(names, keep=True) if names else ""
+    held = f" for {units.format_duration(for_seconds)}" if for_seconds else ""
+    runbook = ctx.spec.runbook_url
+    after = f"){held}." + (f" Runbook: {runbook.replace('{alert}', ctx.name)}" if runbook else "")
+    description = (
+        go_escape(f"{ctx.name} ({ctx.spec.service}) is at ")
+        + _VALUE_ACTION.get(alert.unit or "", "{{ $value }}")
+        + " (labels:"
+        + gotemplate.label_pairs(("__name__",), keep=False)
+        + go_escape(after)
+    )
+    return go_escape(ctx.name) + identity, description
 
 
 @lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions

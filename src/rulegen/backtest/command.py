@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
+import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -34,7 +36,10 @@ if TYPE_CHECKING:  # the rest is imported by ``run``: ``rulegen --help`` needs n
     from rulegen.backtest.targets import Report, Target
     from rulegen.catalog import Catalog
 
-TIME_HELP = "RFC3339 (2026-01-01T00:00:00Z) or Unix seconds"
+TIME_HELP = (
+    "RFC3339 (2026-01-01T00:00:00Z), Unix seconds, or relative: now, -7d (or now-7d), today, "
+    "yesterday (00:00 UTC)"
+)
 LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z
 TIME_RANGE = "between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"
 
@@ -123,14 +128,26 @@ class ProgressBar:
 # --- the command -----------------------------------------------------------------------------
 
 
-def parse_time(text: str, flag: str) -> int:
-    """RFC3339 (with a zone) or Unix seconds → Unix ms, from 1970 to the end of year 9999;
-    ``UsageError`` otherwise."""
-    seconds: Decimal | None
-    try:
-        seconds = Decimal(text.strip())
-    except InvalidOperation:
-        seconds = None
+# ``now``, ``now-7d``, ``-7d``, ``-1h30m``: a Prometheus duration before the present.
+_RELATIVE = re.compile(r"^(?:now)?(?:-([0-9][0-9ywdhms]*))?$")
+_DAYS = {"today": 0, "yesterday": 1}
+
+
+def parse_time(text: str, flag: str, now: float | None = None) -> int:
+    """RFC3339 (with a zone), Unix seconds, or a time relative to ``now`` (``now``, ``-7d``,
+    ``now-1h30m``, ``today`` and ``yesterday`` at 00:00 UTC) → Unix ms, from 1970 to the end
+    of year 9999; ``UsageError`` otherwise.
+
+    Why relative times: a backtest of "the last week" is the common case, and an RFC3339
+    stamp typed by hand is where a user's first run goes wrong. ``now`` is passed by the
+    caller so ``--from`` and ``--to`` read the same present.
+    """
+    seconds = _relative(text.strip(), flag, time.time() if now is None else now)
+    if seconds is None:
+        try:
+            seconds = Decimal(text.strip())
+        except InvalidOperation:
+            seconds = None
     if seconds is None or not seconds.is_finite():
         try:
             moment = datetime.fromisoformat(text.strip())
@@ -145,8 +162,32 @@ def parse_time(text: str, flag: str) -> int:
     return int(seconds * 1000)
 
 
+def _relative(text: str, flag: str, now: float) -> Decimal | None:
+    """Seconds since 1970 of a relative time, ``None`` for anything else."""
+    if text in _DAYS:
+        midnight = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0,
+                                                            microsecond=0)  # fmt: skip
+        return Decimal(int(midnight.timestamp()) - _DAYS[text] * 86400)
+    match = _RELATIVE.match(text)
+    if not text or match is None or text == "-" or (text[0] == "-" and text[1:].isdigit()):
+        return None
+    present = Decimal(str(now)).to_integral_value()
+    if match.group(1) is None:
+        return present
+    try:
+        return present - units.parse_duration(match.group(1))
+    except units.UnitError:
+        raise UsageError(f"{flag} {text!r}: not a time; use {TIME_HELP}") from None
+
+
+def span_of(args: argparse.Namespace) -> tuple[int, int]:
+    """``--from`` and ``--to`` in Unix ms, read against one present."""
+    now = time.time()
+    return parse_time(args.start, "--from", now), parse_time(args.end, "--to", now)
+
+
 def _options(args: argparse.Namespace) -> tuple[tuple[int, int], int | None, float | None]:
-    span = (parse_time(args.start, "--from"), parse_time(args.end, "--to"))
+    span = span_of(args)
     if span[0] >= span[1]:
         raise UsageError(f"--from {args.start} must be before --to {args.end}")
     step = None

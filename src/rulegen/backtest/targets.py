@@ -16,6 +16,7 @@ from rulegen.build import BuildResult
 from rulegen.errors import UsageError
 from rulegen.generated import AlertRule, Comparison, RecordingRule, RuleGroup, comparison_of
 from rulegen.render.prometheus import condition_promql
+from rulegen.slo.rules import INCOMPLETE
 
 # --- what to replay --------------------------------------------------------------------------
 
@@ -53,7 +54,13 @@ def _target(group: RuleGroup, rule: AlertRule) -> Target:
 
 def targets(result: BuildResult, names: Sequence[str] = ()) -> list[Target]:
     """Every alerting rule of a build (signal, diagnosis and SLO groups), sorted by name and
-    group; only those named in ``names`` when given (an unknown name is a ``UsageError``)."""
+    group; only those named in ``names`` when given (an unknown name is a ``UsageError``).
+
+    ``SLORecordingsIncomplete`` is replayed only when named: it reports on the health of the
+    SLO's recordings, not on the service, and a replay that computes the recordings from raw
+    series has them complete by construction (``--recorded`` reads what was deployed, which
+    may have started within the window: a report of the deployment's age, not of an incident).
+    """
     groups: list[RuleGroup] = [g for s in result.services for g in s.groups]
     groups += [slo.group for s in result.services for slo in s.slos]
     rules = [(group, rule) for group in groups for rule in group.rules]
@@ -62,7 +69,7 @@ def targets(result: BuildResult, names: Sequence[str] = ()) -> list[Target]:
         key=lambda t: (t.alert, t.group),
     )
     if not names:
-        return found
+        return [t for t in found if t.alert != INCOMPLETE]
     known = {t.alert for t in found}
     for name in names:
         if name not in known:

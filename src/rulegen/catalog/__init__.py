@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from rulegen.catalog.definition import SignalDef
 
 FAMILIES = ("node", "vllm", "dcgm", "grpc", "smartctl", "weights")
+# How a family's metric names start, for a metric no signal names (an SLI's counters).
+FAMILY_PREFIXES = {
+    "node": ("node_",),
+    "vllm": ("vllm:",),
+    "dcgm": ("DCGM_",),
+    "grpc": ("grpc_",),
+    "smartctl": ("smartctl_",),
+}
 
 __all__ = ["FAMILIES", "Catalog", "SignalDef", "load_catalog"]
 
@@ -34,6 +42,18 @@ class Catalog:
         """Exporter families a spec's ``selectors:`` may name."""
         extra = sorted({s.family for s in self.signals.values()} - set(FAMILIES))
         return (*FAMILIES, *extra)
+
+    def family_of(self, metric: str) -> str | None:
+        """The exporter family ``metric`` comes from: the family of a signal whose ``metric``
+        parameter defaults to it, else the family whose prefix it has (``vllm:``, ``node_``)."""
+        for signal in self.signals.values():
+            param = signal.params.get("metric")
+            if param is not None and param.default == metric:
+                return signal.family
+        for family, prefixes in FAMILY_PREFIXES.items():
+            if metric.startswith(prefixes):
+                return family
+        return None
 
     def histogram_buckets(self, metric: str) -> list[Decimal] | None:
         """The bucket bounds a catalog signal declares for histogram ``metric``, if any."""
@@ -95,7 +115,7 @@ def _add(
     try:
         signal = SignalDef.model_validate({**doc.data, "source": display})
     except ValidationError as exc:
-        diagnostics.extend(pydantic_diagnostics(exc, doc.positions, doc.data))
+        diagnostics.extend(pydantic_diagnostics(exc, doc.positions, doc.data, SignalDef))
         return
     if path is not None:  # a team's own signal: its templates must finish (built-ins do)
         runaway = trial(signal, doc.positions)

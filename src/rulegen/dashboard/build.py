@@ -26,7 +26,9 @@ from rulegen.slo.model import ResolvedSLO, Tier
 from rulegen.slo.resolve import format_fraction
 from rulegen.slo.rules import (
     BUDGET_LEFT,
+    COVERAGE,
     CURRENT_BURN,
+    INCOMPLETE,
     OBJECTIVE,
     RATIO,
     own_selector,
@@ -260,7 +262,12 @@ def _slo_row(slo: ResolvedSLO) -> Row:
               f"({window_name(min((t.short for t in slo.tiers), default=slo.window))}).",
               "s",
               (Query(f"clamp_min({left}, 0) * {seconds} / ({sel(CURRENT_BURN)} > 0)", legend),),
-              width=10),
+              width=6),
+        Panel("stat", "Window recorded",
+              f"Share of the {window} window's terms the recordings hold (coverage); below "
+              f"100% events are missing from the SLI and the budget ({INCOMPLETE} fires).",
+              "percentunit", (Query(own_selector(slo, COVERAGE), ""),), (Decimal(1),),
+              width=4),
         Panel("timeseries", "Error budget left",
               f"Error budget left over time; 0 (the red line) means the {window} budget is "
               "spent.", "percentunit", (Query(left, legend),), (Decimal(0),)),

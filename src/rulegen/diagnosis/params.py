@@ -117,10 +117,8 @@ class Params:
             self.ctx.col.error(self.where(key), str(exc))
             return None
         if not 0 < value < 1:
-            number = isinstance(raw, int | float) and not isinstance(raw, bool)
-            bare = " (a bare number is a fraction: write 70% or 0.7)" if number else ""
             self.ctx.col.error(
-                self.where(key), f"must be between 0% and 100%, both excluded (got {raw}){bare}"
+                self.where(key), f"must be between 0% and 100%, both excluded (got {raw})"
             )
             return None
         return value

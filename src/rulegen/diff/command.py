@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rulegen.backtest import TIMEOUT
-from rulegen.backtest.command import parse_time
+from rulegen.backtest.command import TIME_HELP, span_of
 from rulegen.catalog import folders as signal_folders
 from rulegen.errors import SpecError, UsageError
 from rulegen.promapi import MAX_BYTES, timeout_arg
@@ -57,8 +57,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     base.add_argument("--base-dir", type=Path, metavar="DIR", default=None,
                       help="a folder of specs to compare with, instead of a revision")  # fmt: skip
     p.add_argument("--prometheus", metavar="URL", help="backtest both versions on this server")
-    p.add_argument("--from", dest="start", metavar="T", help="backtest from (RFC3339 or Unix s)")
-    p.add_argument("--to", dest="end", metavar="T", help="backtest to (RFC3339 or Unix s)")
+    p.add_argument("--from", dest="start", metavar="T", help=f"backtest from: {TIME_HELP}")
+    p.add_argument("--to", dest="end", metavar="T", help=f"backtest to: {TIME_HELP}")
     p.add_argument("--timeout", type=timeout_arg, default=TIMEOUT, metavar="SECONDS",
                    help=f"deadline of each request to --prometheus (default: {TIMEOUT:g}); "
                    f"answers are capped at {MAX_BYTES // 2**20} MiB")  # fmt: skip
@@ -80,7 +80,7 @@ def _span(args: argparse.Namespace) -> tuple[int, int] | None:
     missing = [f for f in ("--from", "--to") if f not in given]
     if missing:
         raise UsageError(f"--prometheus needs {' and '.join(missing)} (the range to backtest)")
-    span = (parse_time(args.start, "--from"), parse_time(args.end, "--to"))
+    span = span_of(args)
     if span[0] >= span[1]:
         raise UsageError(f"--from {args.start} must be before --to {args.end}")
     return span

@@ -32,6 +32,7 @@ from rulegen.render.prometheus import condition_promql, quantity_promql
 from rulegen.routing.model import ResolvedRouting
 from rulegen.service import ResolvedSpec
 from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert
+from rulegen.slo.rules import INCOMPLETE
 
 Kind = Literal["alert", "diagnosis", "slo"]
 
@@ -148,7 +149,9 @@ def service_facts(
                 own = _alert_fields(by_name[(rule.alert, severity)])
             alerts[key] = _facts(key, group, rule, own, routing)
     for slo_output, slo in zip(output.slos, spec.slos, strict=True):
-        rules = _alert_rules(slo_output.group)
+        # The burn alerts, one per SLOAlert; the coverage alert has no spec fields of its own
+        # (its window's change shows in the SLO's recordings).
+        rules = [r for r in _alert_rules(slo_output.group) if r.alert != INCOMPLETE]
         for rule, alert in zip(rules, slo.alerts, strict=True):
             key = AlertKey(rule.alert, "slo", slo.name, alert.key)
             alerts[key] = _facts(key, slo_output.group, rule, _slo_fields(slo, alert), routing)

@@ -22,6 +22,7 @@ from rulegen.source.fields import Collector
 from rulegen.source.loader import LoadedDocument as Document
 from rulegen.source.loader import LoadError, decode_source, display, load_text, read_capped
 from rulegen.source.locate import pydantic_diagnostics
+from rulegen.source.salvage import salvage
 from rulegen.spec.routing import RoutingFile
 
 
@@ -52,10 +53,17 @@ def load_routing(
     try:
         spec = RoutingFile.model_validate(doc.data)
     except ValidationError as exc:
-        return None, secrets + pydantic_diagnostics(exc, doc.positions, doc.data)
+        problems = pydantic_diagnostics(exc, doc.positions, doc.data, RoutingFile)
+        rest = salvage(RoutingFile, exc, doc.data, doc.positions)
+        if rest is not None:  # what stands is checked too: one error never hides another
+            checked = Collector(rest.positions)
+            resolve_routing(checked, rest.model)
+            problems += rest.follow(checked.diagnostics)
+        return None, secrets + sorted(problems, key=lambda d: (d.line, d.col))
     col = Collector(doc.positions)
-    routing = resolve_routing(col, spec)
     base = _base(col, path, spec.routing.base)
+    found = base.get("global") if base is not None else None
+    routing = resolve_routing(col, spec, found if isinstance(found, dict) else {})
     problems = secrets + col.diagnostics
     if routing is None or base is None or problems:
         return None, problems

@@ -13,7 +13,7 @@ from typing import Any
 from rulegen import promql
 from rulegen.generated import AlertRule, ServiceOutput
 from rulegen.routing.config import alertmanager_config, routing_tests
-from rulegen.routing.model import Inhibit, ResolvedRouting
+from rulegen.routing.model import Inhibit, ResolvedRouting, Route
 from rulegen.source.loader import Origin
 
 CONFIG = "alertmanager/alertmanager.yml"
@@ -41,6 +41,22 @@ def generated_alerts(services: Sequence[ServiceOutput]) -> list[tuple[str, dict[
                 if isinstance(rule, AlertRule) and not any("{{" in v for _, v in rule.labels):
                     labels = {"alertname": rule.alert, **dict(rule.labels)}
                     out.append((f"{service.service}/{rule.alert}/{labels['severity']}", labels))
+    return _unique(out)
+
+
+def _unique(alerts: list[tuple[str, dict[str, str]]]) -> list[tuple[str, dict[str, str]]]:
+    """Each test its own name: alerts that share service, name and severity (the burn-rate
+    alerts of two SLOs) are told apart by the labels in which they differ."""
+    by_name: dict[str, list[dict[str, str]]] = {}
+    for name, labels in alerts:
+        by_name.setdefault(name, []).append(labels)
+    out: list[tuple[str, dict[str, str]]] = []
+    for name, labels in alerts:
+        same = by_name[name]
+        if len(same) > 1:
+            keys = sorted({k for other in same for k in other if other.get(k) != labels.get(k)})
+            name = name + "{" + ",".join(f"{k}={labels.get(k, '')}" for k in keys) + "}"
+        out.append((name, labels))
     return out
 
 
@@ -50,6 +66,9 @@ def slo_inhibits(services: Sequence[ServiceOutput]) -> tuple[Inhibit, ...]:
     for service in services:
         for slo in service.slos:
             alerts = [r for r in slo.group.rules if isinstance(r, AlertRule)]
+            # The burn-rate alerts come first and share a name; the group's last alert
+            # (its recordings incomplete) is not a tier and inhibits nothing.
+            alerts = [a for a in alerts if a.alert == alerts[0].alert]
             if len(alerts) != 2:
                 continue
             page, ticket = (dict(a.labels) for a in alerts)
@@ -116,6 +135,8 @@ def _reports(routing: ResolvedRouting, alerts: list[tuple[str, dict[str, str]]])
         for path in _paths(routing)
         if path not in reached
     ]
+    paths = [routing.routes_reached(labels) for _, labels in alerts]
+    out += _idle_continues(routing.routes, [a[1] for a in alerts], paths)
     teams = {
         m.value
         for route in routing.routes
@@ -128,6 +149,26 @@ def _reports(routing: ResolvedRouting, alerts: list[tuple[str, dict[str, str]]])
             out.append(
                 f"{name}: reaches only the default receiver although a route for team {team} exists"
             )
+    return out
+
+
+def _idle_continues(
+    routes: tuple[Route, ...], alerts: list[dict[str, str]], paths: list[set[str]]
+) -> list[str]:
+    """Routes with ``continue: true`` that pass no generated alert on: every alert that
+    enters one matches no route after it, so the ``continue`` (often meant to copy a page to
+    a second receiver) does nothing for the alerts the specs generate."""
+    out: list[str] = []
+    for index, route in enumerate(routes):
+        later = routes[index + 1 :]  # none after the last: its continue passes to nothing
+        entered = [labels for labels, seen in zip(alerts, paths, strict=True) if route.path in seen]
+        passes = any(other.matches(labels) for labels in entered for other in later)
+        if route.continue_ and entered and not passes:
+            out.append(
+                f"{route.path}: continue: true passes no generated alert on to a later "
+                "route (none of the alerts that enter it matches a route after it)"
+            )
+        out += _idle_continues(route.routes, alerts, paths)
     return out
 
 

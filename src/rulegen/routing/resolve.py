@@ -8,6 +8,7 @@ by ``routing.secrets`` in the file's data, before this step; here they are only 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rulegen import promql, units
@@ -24,11 +25,26 @@ INTEGRATIONS = {
 }
 
 
-def resolve_routing(col: Collector, spec: Any) -> ResolvedRouting | None:
-    """Resolve the routing section; errors go to ``col``."""
+# What a Slack message says when the routing file does not say: each alert's summary and
+# description (Alertmanager's default text is empty, so the description reached nobody).
+SLACK_TEXT = (
+    "{{ range .Alerts }}*{{ .Annotations.summary }}*\n{{ .Annotations.description }}\n"
+    "{{ if .Annotations.runbook_url }}Runbook: {{ .Annotations.runbook_url }}\n{{ end }}"
+    "{{ end }}"
+)
+# The base file's ``global`` keys that stand for a receiver's own secret file.
+GLOBAL_FILES = {"slack": "slack_api_url_file"}
+
+
+def resolve_routing(
+    col: Collector, spec: Any, base_global: Mapping[str, Any] | None = None
+) -> ResolvedRouting | None:
+    """Resolve the routing section; errors go to ``col``. ``base_global`` is the base file's
+    ``global`` section: a secret file set there (``slack_api_url_file``) is every receiver's
+    default, as Alertmanager reads it."""
     routing = spec.routing
     before = len(col.diagnostics)
-    receivers = _receivers(col, routing.receivers)
+    receivers = _receivers(col, routing.receivers, base_global or {})
     names = {r.name for r in receivers}
     _known(col, ("routing", "default_receiver"), routing.default_receiver, names)
     routes = tuple(
@@ -66,7 +82,9 @@ def resolve_routing(col: Collector, spec: Any) -> ResolvedRouting | None:
     )
 
 
-def _receivers(col: Collector, specs: list[Any]) -> tuple[Receiver, ...]:
+def _receivers(
+    col: Collector, specs: list[Any], base_global: Mapping[str, Any]
+) -> tuple[Receiver, ...]:
     out: list[Receiver] = []
     seen: dict[str, int] = {}
     for index, spec in enumerate(specs):
@@ -96,8 +114,15 @@ def _receivers(col: Collector, specs: list[Any]) -> tuple[Receiver, ...]:
             col.error(
                 (*path, kind), "routing_key_file: required field is missing (or service_key_file)"
             )
-        if kind == "slack" and not inline and "api_url_file" not in config:
-            col.error((*path, kind), "api_url_file: required field is missing")
+        inherited = GLOBAL_FILES.get(kind) in base_global
+        if kind == "slack" and not inline and "api_url_file" not in config and not inherited:
+            col.error(
+                (*path, kind),
+                "api_url_file: required field is missing (or global.slack_api_url_file in "
+                "the base file)",
+            )
+        if kind == "slack":
+            config.setdefault("text", SLACK_TEXT)
         out.append(Receiver(spec.name, INTEGRATIONS[kind], config))
     return tuple(out)
 

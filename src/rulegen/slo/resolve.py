@@ -6,6 +6,8 @@ what the user wrote, is a spec error here, at its position, before any rule is w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from math import gcd
@@ -74,6 +76,8 @@ def _slo(
             return None
         evaluation = interval
     sli = _sli(col, (*path, "sli"), slo.sli, catalog)
+    if sli is not None and slo.sli.selectors:
+        sli = scoped(sli, spec.selectors, catalog)
     group_by = _group_by(col, (*path, "group_by"), slo.group_by)
     alerting = slo.alerting
     extra = labels(col, (*path, "alerting", "labels"), alerting.labels)
@@ -107,7 +111,11 @@ def _slo(
 
 
 def parse_objective(col: Collector, path: PathKey, raw: object) -> Decimal | None:
-    """``99.9%``, ``0.999`` or Sloth's ``99.9`` → ``Decimal("0.999")``, strictly inside (0, 1)."""
+    """``99.9%`` or ``0.999`` → ``Decimal("0.999")``, strictly inside (0, 1).
+
+    A bare ``99.9`` is refused with the hint every percent field gives (``units``): the same
+    kind of number must not mean a fraction in one field and a percentage in another.
+    """
     shown = repr(raw)
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         col.error(path, f"{OBJECTIVE_HINT} (got {shown})")
@@ -125,7 +133,10 @@ def parse_objective(col: Collector, path: PathKey, raw: object) -> Decimal | Non
     if not percent and value == 1:
         col.error(path, f"is ambiguous (100% or 1%?): write a percentage like 99.9% (got {shown})")
         return None
-    ratio = value / 100 if percent or value > 1 else value
+    if not percent and value > 1:
+        col.error(path, units.bare_percent_hint(value, raw))
+        return None
+    ratio = value / 100 if percent else value
     if not 0 < ratio < 1:
         col.error(path, f"must be between 0% and 100%, both exclusive (got {shown})")
         return None
@@ -149,6 +160,33 @@ def _sli(col: Collector, path: PathKey, sli: Any, catalog: Catalog) -> RatioSLI 
             return None
         return RatioSLI(errors, total)
     return _latency(col, (*path, "latency"), sli.latency, catalog)
+
+
+def scoped(
+    sli: RatioSLI | LatencySLI, selectors: Mapping[str, str], catalog: Catalog
+) -> RatioSLI | LatencySLI:
+    """The SLI with the spec's ``selectors:`` of its metrics' family added, as the catalog
+    alerts get them: ``vllm:request_success_total`` reads ``job="vllm"`` only, not every
+    service's series of that name. A label the SLI already matches on is left as written."""
+
+    def more(metric: str, own: tuple[promql.Matcher, ...]) -> tuple[promql.Matcher, ...]:
+        family = catalog.family_of(metric)
+        if family is None or family not in selectors:
+            return own
+        try:
+            extra = promql.parse_matchers(selectors[family])
+        except ValueError:  # reported at the spec's selectors by ``service``
+            return own
+        named = {m.name for m in own}
+        return (*own, *(m for m in extra if m.name not in named))
+
+    if isinstance(sli, RatioSLI):
+        errors, total = sli.errors, sli.total
+        return RatioSLI(
+            Selector(errors.metric, more(errors.metric, errors.matchers)),
+            Selector(total.metric, more(total.metric, total.matchers)),
+        )
+    return replace(sli, matchers=more(sli.metric, sli.matchers))
 
 
 def _selector(col: Collector, path: PathKey, text: str) -> Selector | None:
@@ -358,6 +396,9 @@ def _interval_path(col: Collector, path: PathKey) -> PathKey:
 def _budget_share(col: Collector, path: PathKey, raw: object) -> Decimal | None:
     try:
         value = units.parse_percent(raw)
+    except units.BarePercentError as exc:
+        col.error(path, str(exc))
+        return None
     except units.UnitError:
         col.error(path, f"must be a share of the error budget like 2% (got {raw!r})")
         return None

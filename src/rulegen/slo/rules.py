@@ -18,6 +18,7 @@ from rulegen.generated import (
     Comparison,
     Condition,
     Divided,
+    Expression,
     Recorded,
     RecordingRule,
     RuleGroup,
@@ -25,7 +26,7 @@ from rulegen.generated import (
 )
 from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, format_fraction, windows_of
-from rulegen.slo.windows import Term, plan_windows
+from rulegen.slo.windows import LOOKBACK, Term, chain_of, fallback, plan_windows
 from rulegen.templating import go_escape
 
 ERRORS, TOTAL, RATIO = (
@@ -36,6 +37,11 @@ ERRORS, TOTAL, RATIO = (
 BUDGET_LEFT = "slo:error_budget_remaining:ratio"
 CURRENT_BURN = "slo:current_burn_rate:ratio"
 OBJECTIVE = "slo:objective:ratio"
+TERMS = "slo:sli_terms:count"
+COVERAGE = "slo:sli_coverage:ratio"
+INCOMPLETE = "SLORecordingsIncomplete"
+INCOMPLETE_SEVERITY = "warning"
+INCOMPLETE_EVALUATIONS = 3  # the alert's ``for``, in evaluations: one missed one is noise
 
 
 def window_name(seconds: Decimal) -> str:
@@ -65,11 +71,15 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
     """Every rule of one SLO, in evaluation order."""
     plan = plan_windows(windows_of(slo), base_window(windows_of(slo)))
     own = (("service", slo.service), ("slo", slo.name))
+    keep = ("service", "slo", *slo.group_by)
     rules: list[RecordingRule | AlertRule] = []
     for window, terms in plan.items():
         for metric in (TOTAL, ERRORS):
-            expr = _base(slo, metric, window) if not terms else _sum_of(slo, metric, terms)
+            expr = (
+                _base(slo, metric, window) if not terms else _sum_of(slo, metric, terms, keep, plan)
+            )
             rules.append(RecordingRule(metric + window_name(window), expr, own, slo.origin))
+    rules.extend(_coverage(slo, plan, own))
     for window in ratio_windows(slo):
         name = window_name(window)
         expr = f"{own_selector(slo, ERRORS + name)}\n/\n({own_selector(slo, TOTAL + name)} > 0)"
@@ -83,6 +93,7 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
         RecordingRule(OBJECTIVE, f"vector({units.literal(slo.objective)})", own, slo.origin)
     )
     rules.extend(_alert(slo, alert) for alert in slo.alerts)
+    rules.append(_incomplete_alert(slo))
     return RuleGroup(f"{slo.service}-slo-{slo.name}", slo.evaluation, tuple(rules))
 
 
@@ -111,16 +122,133 @@ def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
     return f"{errors}\nor\n0 * {recorded}"
 
 
-def _sum_of(slo: ResolvedSLO, metric: str, terms: tuple[Term, ...]) -> str:
-    """A window as the union of its terms (each tagged apart), summed per SLO series."""
+def _sum_of(
+    slo: ResolvedSLO,
+    metric: str,
+    terms: tuple[Term, ...],
+    keep: tuple[str, ...],
+    plan: dict[Decimal, tuple[Term, ...]] | None = None,
+) -> str:
+    """A window as the union of its terms (each tagged apart), summed per ``keep`` labels;
+    with ``plan``, a coarse term read at an offset falls back to the finer recordings of its
+    chunk."""
     parts = []
     for index, term in enumerate(terms):
-        selector = own_selector(slo, metric + window_name(term.window))
-        if term.offset:
-            selector += f" offset {units.format_duration(term.offset)}"
-        parts.append(f'  label_replace({selector}, "slo_term", "{index}", "", "")')
-    keep = ", ".join(("service", "slo", *slo.group_by))
-    return f"sum by ({keep}) (\n" + "\n  or\n".join(parts) + "\n)"
+        parts.append(f"  {_tagged(_read(slo, metric, term), index)}")
+        finer = fallback(plan, term, slo.window) if plan is not None else ()
+        if finer and plan is not None:
+            parts.append(_fallback(slo, metric, term, finer, keep, index, min(plan)))
+    return f"sum by ({', '.join(keep)}) (\n" + "\n  or\n".join(parts) + "\n)"
+
+
+def _read(slo: ResolvedSLO, metric: str, term: Term) -> str:
+    selector = own_selector(slo, metric + window_name(term.window))
+    if term.offset:
+        selector += f" offset {units.format_duration(term.offset)}"
+    return selector
+
+
+def _tagged(expr: str, index: int) -> str:
+    return f'label_replace({expr}, "slo_term", "{index}", "", "")'
+
+
+def _fallback(
+    slo: ResolvedSLO,
+    metric: str,
+    term: Term,
+    finer: tuple[Term, ...],
+    keep: tuple[str, ...],
+    index: int,
+    base: Decimal,
+) -> str:
+    """``term``'s chunk from the finer recordings it is the sum of, when ``term`` is missing.
+
+    The newest finer piece ends at the same instant as ``term``, so it fell in the same hole:
+    it is read one lookback later when missing (the first evaluation after the bridged part
+    of the hole; a shift of at most 5 minutes of a multi-hour chunk), and only if the group
+    ran when the piece begins (its base total was recorded then: a window still filling up
+    after a deployment is not a hole, and must not count a piece twice).
+    """
+    newest = finer[0]
+    later = Term(newest.window, newest.offset - LOOKBACK)
+    began = Term(base, term.offset + newest.window)  # the base total, made first
+    ran = _read(slo, TOTAL, began)
+    first = (
+        f"label_replace(\n        {_read(slo, metric, newest)}\n        or\n"
+        f"        ({_read(slo, metric, later)} and on () {ran}),\n"
+        '        "slo_term", "0", "", ""\n      )'
+    )
+    lines = [f"      {first}"]
+    lines.extend(
+        f"      {_tagged(_read(slo, metric, t), i)}" for i, t in enumerate(finer[1:], start=1)
+    )
+    body = "\n      or\n".join(lines)
+    inner = f"    sum by ({', '.join(keep)}) (\n{body}\n    )"
+    return f'  label_replace(\n{inner},\n    "slo_term", "{index}", "", ""\n  )'
+
+
+def _coverage(
+    slo: ResolvedSLO, plan: dict[Decimal, tuple[Term, ...]], own: tuple[tuple[str, str], ...]
+) -> list[RecordingRule]:
+    """Counts of present base terms along the SLO window's cascade, and their share.
+
+    Why a cascade of counts: the window sums read one sample per term, so a term missing
+    (evaluations Prometheus missed, raw series not scraped) silently leaves its events out.
+    Counting a 1 per present base term, summed exactly like the increases (same offsets),
+    says how much of the window the SLI holds for a few samples per evaluation,
+    where a range read over the window would cost every sample of it.
+    """
+    chain = chain_of(plan, slo.window)
+    base = chain[0]
+    keep = ("service", "slo")
+    total = own_selector(slo, TOTAL + window_name(base))
+    rules = [RecordingRule(TERMS + window_name(base), f"clamp_max(count({total}), 1)", own,
+                           slo.origin)]  # fmt: skip
+    for window in chain[1:]:
+        expr = _sum_of(slo, TERMS, plan[window], keep)
+        rules.append(RecordingRule(TERMS + window_name(window), expr, own, slo.origin))
+    count = own_selector(slo, TERMS + window_name(slo.window))
+    terms = units.literal(slo.window / base)
+    expr = f"(\n  sum({count})\n  or\n  vector(0)\n)\n/ {terms}"
+    rules.append(RecordingRule(COVERAGE, expr, own, slo.origin))
+    return rules
+
+
+def _incomplete_alert(slo: ResolvedSLO) -> AlertRule:
+    """Coverage below 1 once the window has run longer than itself (a new SLO's window is
+    not yet full, and that is not a hole): the SLI, budget and burn rates miss events."""
+    labels = dict(slo.labels)
+    labels.update(severity=INCOMPLETE_SEVERITY, service=slo.service, slo=slo.name)
+    span = window_name(slo.window)
+    incomplete = Comparison(own_recording(slo, COVERAGE), "<", Threshold(Decimal(1), "ratio"))
+    running = Comparison(
+        Expression(f"{own_selector(slo, OBJECTIVE)} offset {span}"),
+        ">",
+        Threshold(Decimal(0), "ratio"),
+    )
+    seconds = units.literal(slo.window)
+    summary = go_escape(f"{slo.service}: SLO {slo.name} misses part of its {span} window")
+    description = (
+        "Only {{ $value | humanizePercentage }} of the "
+        + go_escape(span)
+        + " window is recorded: its events of about "
+        + f'{{{{ with query (printf "(1 - %v) * {seconds}" $value) }}}}'
+        + "{{ . | first | value | humanizeDuration }}{{ end }} are missing from the SLI, the "
+        + "error budget and the burn rates (rule evaluations Prometheus missed, or raw series "
+        + "it did not scrape). Re-record them from the raw series with rulegen repair "
+        + "(rulegen docs: slos.md, Repair)."
+    )
+    out = [("summary", summary), ("description", description)]
+    if slo.runbook_url:
+        out.append(("runbook_url", go_escape(slo.runbook_url.replace("{alert}", INCOMPLETE))))
+    return AlertRule(
+        INCOMPLETE,
+        And(incomplete, running),
+        slo.evaluation * INCOMPLETE_EVALUATIONS,
+        tuple((k, go_escape(v)) for k, v in sorted(labels.items())),
+        tuple(out),
+        slo.origin,
+    )
 
 
 def tier_condition(slo: ResolvedSLO, tier: Tier, pick: Callable[[str], str] | None = None) -> str:

@@ -41,8 +41,12 @@ class SeriesMaker:
         self.slo = slo
         self.group = {name: _group_value(slo, name) for name in slo.group_by}
 
-    def series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
-        """promtool series carrying ``traffic`` through the SLI's selectors."""
+    def series(self, traffic: Traffic, gap: range = range(0)) -> tuple[InputSeries, ...]:
+        """promtool series carrying ``traffic`` through the SLI's selectors; the samples of
+        ``gap`` (indices) are not scraped (``_``), the counters counting on through it."""
+        return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in self._series(traffic))
+
+    def _series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
         sli = self.slo.sli
         good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
         if isinstance(sli, LatencySLI):
@@ -130,6 +134,29 @@ def _selector(name: str, labels: Mapping[str, str]) -> str:
 
 def _input(metric: str, labels: Mapping[str, str], values: tuple[int, ...]) -> InputSeries:
     return InputSeries(_selector(metric, labels), expanding(values))
+
+
+def _blank(values: str, gap: range) -> str:
+    """``values`` (expanding notation) with the samples of ``gap`` missing."""
+    if not gap:
+        return values
+    counters = _expand(values)
+    before, after = counters[: gap.start], counters[gap.stop :]
+    parts = [expanding(before)] if before else []
+    parts.append(f"_x{len(gap)}")
+    if after:
+        parts.append(expanding(after))
+    return " ".join(parts)
+
+
+def _expand(values: str) -> tuple[int, ...]:
+    """The counters of ``a+bxn`` tokens (what ``expanding`` writes) one by one."""
+    out: list[int] = []
+    for token in values.split():
+        start, rest = token.split("+")
+        step, count = rest.split("x")
+        out.extend(int(start) + int(step) * i for i in range(int(count) + 1))
+    return tuple(out)
 
 
 @lru_cache(maxsize=1024)  # the same counters recur in every service sharing the SLO's numbers

@@ -15,14 +15,17 @@ from math import ceil, floor
 
 from rulegen import promql, units
 from rulegen.generated import ExprCheck, TestCase
+from rulegen.slo.coverage import term_counts
 from rulegen.slo.isolation import alone, isolate
 from rulegen.slo.model import PAGE, TICKET, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, windows_of
 from rulegen.slo.rules import (
     BUDGET_LEFT,
+    COVERAGE,
     CURRENT_BURN,
     OBJECTIVE,
     RATIO,
+    TERMS,
     current_window,
     tier_condition,
     window_name,
@@ -40,6 +43,9 @@ from rulegen.slo.simulate import (
 from rulegen.slo.simulate import (
     ratio as window_ratio,
 )
+from rulegen.slo.windows import chain_of, plan_windows
+
+COVERAGE_SPAN = Decimal(3600)  # the longest window the coverage test fills (promtool steps)
 
 
 def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, ...]]:
@@ -70,6 +76,7 @@ def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, .
     if slo.min_traffic is not None and slo.alerts:
         cases.extend(_min_traffic(slo, slo.alerts[0], series))
     cases.append(_zero_traffic(slo, series))
+    cases.append(_scrape_gap(slo, series))
     return tuple(cases), tuple(history)
 
 
@@ -344,6 +351,53 @@ def _zero_traffic(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
         ]
     return _case(
         f"{slo.name}: zero traffic stays silent and keeps the budget", traffic, series, checks
+    )
+
+
+def _scrape_gap(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
+    """A raw scrape gap leaves base terms out: the count of present terms of a window is full
+    before the gap and short after it, and the coverage is exactly that count's share.
+
+    The window checked is the SLO's own when promtool can fill it cheaply, else the longest
+    window of its cascade up to ``COVERAGE_SPAN``; counts and coverage come from the model
+    of ``rulegen.slo.coverage`` (stale markers included), never from the rules.
+    """
+    e = slo.evaluation
+    plan = plan_windows(windows_of(slo), base_window(windows_of(slo)))
+    chain = chain_of(plan, slo.window)
+    base = chain[0]
+    checked = max(w for w in chain if w <= max(COVERAGE_SPAN, base))
+    full_at = _steps(e, checked + base)
+    gap = range(full_at + 1, full_at + 1 + _steps(e, 4 * base))
+    steps = gap.stop + _steps(e, checked)
+    traffic = Traffic.of(e, [Phase(steps, _scale(slo, e), 0)])
+    scraped = tuple(k not in gap for k in range(steps + 1))
+    counts = term_counts(plan, slo.window, scraped, e)
+    window = counts[checked]
+    short_at = min(range(gap.start, steps + 1), key=lambda k: (window[k] or 0, k))
+    terms = int(slo.window / base)
+    own = _identity(slo)
+    checks = []
+    for k, why in ((full_at, "no gap yet"), (short_at, "terms the scrape gap left out")):
+        count, covered = window[k] or 0, counts[slo.window][k] or 0
+        value = units.literal(Decimal(count)) if window[k] is not None else None
+        name = TERMS + window_name(checked)
+        samples = ((name + own, value),) if value is not None else ()
+        at = _t(e * k)
+        checks.append(ExprCheck(at, name + own, samples, f"{why}: {count} of the terms"))
+        ratio = repr(covered / terms) if covered != terms else "1"
+        checks.append(ExprCheck(at, COVERAGE + own, ((COVERAGE + own, ratio),), f"{why}: coverage"))
+    name = (
+        f"{slo.name}: a {_t(e * len(gap))} scrape gap leaves terms of the "
+        f"{window_name(checked)} window out (coverage below 1)"
+    )
+    return TestCase(
+        name=name,
+        interval_seconds=e,
+        series=series.series(traffic, gap),
+        alert_checks=(),
+        expr_checks=tuple(checks),
+        evaluations=len(evaluations(traffic)),
     )
 
 

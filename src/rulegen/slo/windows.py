@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 MAX_TERMS = 12
+LOOKBACK = Decimal(300)  # Prometheus' default --query.lookback-delta
+COARSE = 100  # a term holding 1/100 of the SLO window or more falls back when missing
 
 
 @dataclass(frozen=True)
@@ -51,3 +53,35 @@ def _ensure(window: Decimal, recorded: dict[Decimal, tuple[Term, ...]]) -> None:
         _ensure(rest, recorded)
         terms.append(Term(rest, longest * count))
     recorded[window] = tuple(terms)
+
+
+def chain_of(plan: dict[Decimal, tuple[Term, ...]], window: Decimal) -> tuple[Decimal, ...]:
+    """``window`` and every recorded window its sum reads, transitively, shortest first: the
+    windows a count of present base terms needs to follow ``window``'s cascade."""
+    found = {window}
+    pending = [window]
+    while pending:
+        for term in plan[pending.pop()]:
+            if term.window not in found:
+                found.add(term.window)
+                pending.append(term.window)
+    return tuple(sorted(found))
+
+
+def fallback(
+    plan: dict[Decimal, tuple[Term, ...]], term: Term, slo_window: Decimal
+) -> tuple[Term, ...]:
+    """The finer terms that tile ``term``'s chunk (its window's own terms shifted by its
+    offset: ``3d offset 3d`` → ``1d offset 3d``, ``1d offset 4d``, ``1d offset 5d``), for a
+    coarse term read at an offset; empty otherwise.
+
+    Why: a coarse recording whose evaluation was missed (a restart) drops its whole chunk each
+    time a longer window reads it at that offset, while the finer recordings it is made of
+    mostly exist. Only coarse terms fall back (a chunk of at least 1/``COARSE`` of the SLO
+    window): a finer chunk changes the SLI by less than that, and every fallback costs its
+    finer samples at every evaluation. The term read without offset is made in the same
+    evaluation and cannot have been missed.
+    """
+    if not term.offset or not plan[term.window] or term.window * COARSE < slo_window:
+        return ()
+    return tuple(Term(t.window, t.offset + term.offset) for t in plan[term.window])

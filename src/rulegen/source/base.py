@@ -15,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema
 # message ("invalid duration 5 (expected … 30s, 5m)"), not by pydantic's union of types.
 Duration = Annotated[Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+[smhdwy]"})]
 Scalar = Annotated[Any, WithJsonSchema({"type": ["string", "number"]})]
+# A latency may have a fraction (``2.5s``), unlike a Prometheus duration.
+Latency = Annotated[
+    Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(us|µs|ms|s|m|h)$"})
+]
 ALERT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SERVICE_NAME = r"^[a-z0-9][a-z0-9-]*$"
 SLO_NAME = r"^[a-z0-9][a-z0-9_-]*$"

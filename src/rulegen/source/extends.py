@@ -25,6 +25,7 @@ from typing import Any
 
 from rulegen import diagnostics as codes
 from rulegen.errors import Diagnostic
+from rulegen.source import suggest
 from rulegen.source.loader import (
     LoadedDocument,
     LoadError,
@@ -200,7 +201,8 @@ def _check_defaults(doc: LoadedDocument, vocabulary: Vocabulary) -> list[Diagnos
             message = "cannot have a default: each spec names its own service"
             out.append(positions.diag(where, message, key=True, code=codes.SPEC_UNKNOWN_KEY))
         elif key not in allowed:
-            message = f"unknown key (a default may be set for: {', '.join(sorted(allowed))})"
+            hint = suggest.did_you_mean(key, allowed)
+            message = f"unknown key{hint} (a default may be set for: {', '.join(sorted(allowed))})"
             out.append(positions.diag(where, message, key=True, code=codes.SPEC_UNKNOWN_KEY))
         elif key == ALERTS and _mapping(positions, where, value, out):
             _check_alert_defaults(positions, value, vocabulary, out)
@@ -214,7 +216,8 @@ def _check_top(data: dict[str, Any], positions: Positions) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for key in data:
         if key not in TOP_KEYS:
-            message = "unknown key (a defaults file holds version, extends and defaults)"
+            hint = suggest.did_you_mean(key, TOP_KEYS)
+            message = f"unknown key{hint} (a defaults file holds version, extends and defaults)"
             out.append(positions.diag((key,), message, key=True, code=codes.SPEC_UNKNOWN_KEY))
     if "version" not in data:
         out.append(
@@ -249,7 +252,8 @@ def _check_keys(
 ) -> None:
     for key in value:
         if key not in allowed:
-            message = f"unknown key (keys {what} may set: {', '.join(sorted(allowed))})"
+            hint = suggest.did_you_mean(key, allowed)
+            message = f"unknown key{hint} (keys {what} may set: {', '.join(sorted(allowed))})"
             out.append(
                 positions.diag((*where, key), message, key=True, code=codes.SPEC_UNKNOWN_KEY)
             )

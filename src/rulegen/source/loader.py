@@ -147,12 +147,24 @@ class LoadError(Exception):
         return (LoadError, (self.diagnostic,))
 
 
+# Files that stand for something else, by the name messages give them: the copy of a spec
+# read from standard input (``-``) is ``<stdin>``, not a temporary path.
+_NAMED: dict[str, str] = {}
+
+
+def name_file(path: Path, name: str) -> None:
+    """Messages and headers call ``path`` ``name`` from now on (``<stdin>``)."""
+    _NAMED[os.path.realpath(path)] = name
+
+
 def display(path: Path) -> str:
     """A stable, relative name for a path (the header and diagnostics use it).
 
     A broken symbolic link (its target missing, or a loop, where ``Path.resolve`` raises on
     Python 3.11) is named by itself, which is what its error message needs.
     """
+    if _NAMED and (named := _NAMED.get(os.path.realpath(path))) is not None:
+        return named
     cwd = os.path.realpath(Path.cwd())
     try:
         resolved = path.resolve(strict=True)

@@ -8,24 +8,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from rulegen import diagnostics as codes
 from rulegen.errors import Diagnostic
+from rulegen.source import suggest
 from rulegen.source.credentials import SECRET_FIELDS, has_url_credentials
 from rulegen.source.loader import PathKey, Positions
 
 _TAGGED = "function-after", "function-before", "function-plain", "function-wrap"
 
 
-def pydantic_diagnostics(exc: ValidationError, positions: Positions, data: Any) -> list[Diagnostic]:
-    """One diagnostic per pydantic error, deduplicated, positioned in the source file."""
+def pydantic_diagnostics(
+    exc: ValidationError,
+    positions: Positions,
+    data: Any,
+    model: type[BaseModel] | None = None,
+) -> list[Diagnostic]:
+    """One diagnostic per pydantic error, deduplicated, positioned in the source file; with
+    the ``model`` that was validated, an unknown key names the closest key it accepts."""
     seen: set[tuple[PathKey, str]] = set()
     out: list[Diagnostic] = []
     for error in exc.errors(include_url=False):
-        path = _data_path(error["loc"], data)
+        path = data_path(error["loc"], data)
         message = _message(error)
+        if error["type"] == "extra_forbidden" and model is not None:
+            message += suggest.did_you_mean(
+                str(error["loc"][-1]), suggest.accepted_keys(model, error["loc"][:-1])
+            )
         if (path, message) in seen:
             continue
         seen.add((path, message))
@@ -58,7 +69,7 @@ def code_of(error_type: str) -> str:
     return codes.SPEC_VALUE
 
 
-def _data_path(loc: tuple[int | str, ...], data: Any) -> PathKey:
+def data_path(loc: tuple[int | str, ...], data: Any) -> PathKey:
     """Drop pydantic's union tags and validator names so the path matches the YAML tree."""
     path: list[str | int] = []
     node = data

@@ -19,6 +19,7 @@ from rulegen.source.base import (
     SERVICE_NAME,
     SLO_NAME,
     Duration,
+    Latency,
     Scalar,
     SpecBase,
 )
@@ -68,6 +69,8 @@ class CustomAlert(AlertBase):
     signal: Literal["custom"]
     name: str = Field(pattern=ALERT_NAME)
     expr: str
+    # how the default description prints the value (humanized); none prints it as is
+    unit: Literal["duration", "percent", "number", "bandwidth", "bytes"] | None = None
     annotations: dict[str, str] | None = None
     keep_firing_for: Duration = None
     group: str | None = None
@@ -100,7 +103,7 @@ class LatencySLI(SpecBase):
     """Requests slower than a bucket bound of a histogram are the errors."""
 
     metric: str
-    threshold: Duration
+    threshold: Latency
     matchers: str | None = None
     buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = None
 
@@ -110,6 +113,8 @@ class SLISpec(SpecBase):
 
     ratio: RatioSLI | None = None
     latency: LatencySLI | None = None
+    # false: do not add the spec's `selectors:` of the metric's family (docs/slos.md)
+    selectors: bool = True
 
 
 class PageSwitch(SpecBase):
@@ -188,12 +193,24 @@ class MimirTarget(SpecBase):
     grouping_label: str = Field(default="cluster", pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
+class VictoriaMetricsTarget(SpecBase):
+    """vmalert group settings (``--target victoriametrics``), on every group of the service."""
+
+    concurrency: int | None = Field(default=None, ge=1)
+    labels: dict[str, str] = {}
+    # The server's -search.maxQueryLen (VictoriaMetrics' default): no expression is written
+    # longer when fewer inlined levels fit (docs/victoriametrics.md). Below 1024 bytes not
+    # even a cascade level's own expression fits.
+    max_query_len: int = Field(default=16384, ge=1024)
+
+
 class TargetSettings(SpecBase):
     """Per-target settings; which targets are written is chosen with ``--target``."""
 
     operator: OperatorTarget = OperatorTarget()
     thanos: ThanosTarget = ThanosTarget()
     mimir: MimirTarget = MimirTarget()
+    victoriametrics: VictoriaMetricsTarget = VictoriaMetricsTarget()
 
 
 class SpecModel(SpecBase):

@@ -30,15 +30,23 @@ class PagerDuty(SpecBase):
     routing_key: str | None = None
     service_key: str | None = None
     send_resolved: bool = True
+    # Go templates, as Alertmanager reads them (its defaults when left out)
+    description: str | None = None
+    severity: str | None = None
 
 
 class Slack(SpecBase):
-    """A Slack incoming webhook; its URL is a secret read from a file."""
+    """A Slack incoming webhook; its URL is a secret read from a file (or the base file's
+    ``global.slack_api_url_file``)."""
 
     api_url_file: str | None = None
     api_url: str | None = None
     channel: str | None = None
     send_resolved: bool = True
+    # Go templates, as Alertmanager reads them; ``text`` defaults to every alert's summary
+    # and description (``routing.resolve``), Alertmanager's own title when left out
+    title: str | None = None
+    text: str | None = None
 
 
 class Email(SpecBase):

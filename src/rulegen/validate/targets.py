@@ -1,5 +1,6 @@
 """Validation of the other rule targets: PrometheusRule objects against the operator's CRD
-schema, Thanos and Mimir files with promtool once their extra keys are stripped.
+schema, Thanos and Mimir files with promtool once their extra keys are stripped, vmalert
+files with ``vmalert -dryRun``.
 
 Why: each engine loads a different envelope around the same rules; a file one of them would
 reject must fail the build, like a rule promtool rejects.
@@ -16,7 +17,7 @@ import yaml
 
 from rulegen import diagnostics as codes
 from rulegen.errors import Diagnostic, FieldPath, ValidationFailed
-from rulegen.validate import promtool
+from rulegen.validate import promtool, vmalert
 from rulegen.validate.crd import validate_prometheus_rule
 
 # Keys promtool does not know: Thanos' per-group strategy, Mimir's top-level namespace.
@@ -54,7 +55,28 @@ def check_targets(files: Mapping[str, str]) -> list[str]:
                 "promtool check rules failed on a target file:",
             )
         summary.append(f"promtool check rules: {len(others)} thanos/mimir file(s) ok")
+    summary.extend(_check_victoriametrics(files))
     return summary
+
+
+def _check_victoriametrics(files: Mapping[str, str]) -> list[str]:
+    """``vmalert -dryRun`` on the vmalert files (``ToolNotFoundError`` when vmalert is not
+    installed: a file nothing checked must not pass for a valid one)."""
+    names = sorted(n for n in files if n.startswith("victoriametrics/"))
+    if not names:
+        return []
+    with tempfile.TemporaryDirectory(prefix="rulegen-vmalert-") as tmp:
+        for name in names:
+            path = Path(tmp) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(files[name], "utf-8")
+        checked = vmalert.dry_run(names, Path(tmp))
+    if not checked.ok:
+        raise ValidationFailed(
+            [Diagnostic("", 0, 0, FieldPath(), m, codes.VMALERT_CHECK) for m in checked.messages],
+            "vmalert -dryRun failed on a victoriametrics file:",
+        )
+    return [vmalert.version(), f"vmalert -dryRun: {len(names)} victoriametrics file(s) ok"]
 
 
 def _plain(data: Any) -> Any:

@@ -1,0 +1,76 @@
+"""An exact model of the coverage recordings on raw series with a scrape gap.
+
+Why: a generated test must give the exact count of base terms each window holds after a gap,
+and that depends on Prometheus details the rules inherit: ``increase()`` needs two samples in
+its range (both ends included, Prometheus 2.x), and a recording that an evaluation no longer
+produces gets a stale marker, so a later read at an offset finds nothing there (the lookback
+bridges only evaluations that never happened, which promtool cannot skip). Modelled here step
+by step, so the test predicts what the rules record
+rather than restating them.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from rulegen.slo.windows import Term, chain_of
+
+Series = list[int | None]  # one value per evaluation, None where the recording has no sample
+LOOKBACK = Decimal(300)  # Prometheus' default --query.lookback-delta
+
+
+def term_counts(
+    plan: dict[Decimal, tuple[Term, ...]],
+    window: Decimal,
+    scraped: tuple[bool, ...],
+    step: Decimal,
+    evaluated: tuple[bool, ...] | None = None,
+) -> dict[Decimal, Series]:
+    """Every count recording of ``window``'s cascade at every instant ``step`` apart (one per
+    raw sample), for raw samples present where ``scraped`` and rule evaluations where
+    ``evaluated`` (every instant by default, as in promtool).
+
+    An instant never evaluated has no sample, and a read there finds the latest evaluation up
+    to the lookback earlier (what a Prometheus restart leaves); an evaluated instant whose
+    result was empty holds a stale marker, and a read finds nothing.
+    """
+    ran = evaluated if evaluated is not None else (True,) * len(scraped)
+    chain = chain_of(plan, window)
+    base = chain[0]
+    reach = int(base / step)
+    counts: dict[Decimal, Series] = {}
+    counts[base] = [
+        1 if ran[k] and sum(scraped[max(0, k - reach) : k + 1]) >= 2 else None
+        for k in range(len(scraped))
+    ]
+    for w in chain[1:]:
+        counts[w] = [
+            _sum(counts, plan[w], k, step, ran) if ran[k] else None for k in range(len(scraped))
+        ]
+    return counts
+
+
+def _sum(
+    counts: dict[Decimal, Series],
+    terms: tuple[Term, ...],
+    k: int,
+    step: Decimal,
+    ran: tuple[bool, ...],
+) -> int | None:
+    found = [_read(counts[t.window], k, t.offset, step, ran) for t in terms]
+    present = [v for v in found if v is not None]
+    return sum(present) if present else None
+
+
+def _read(
+    series: Series, k: int, offset: Decimal, step: Decimal, ran: tuple[bool, ...]
+) -> int | None:
+    """The sample a selector ``offset`` back finds at instant ``k``: that of the latest
+    evaluation within the lookback (a value, or a stale marker for an empty result)."""
+    at = k - int(offset / step)
+    for index in range(at, at - int(LOOKBACK / step) - 1, -1):
+        if index < 0:
+            return None
+        if ran[index]:
+            return series[index]
+    return None

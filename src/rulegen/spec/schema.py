@@ -1,0 +1,82 @@
+"""JSON Schemas for editors, one per kind of input file: a service spec, a routing file and a
+defaults file.
+
+Why one per kind: each file kind has its own top-level keys, and a language server picks the
+schema from a comment on the file's first line (``# yaml-language-server: $schema=...``), so
+a routing file or a defaults file gets completion and errors as a spec does. The defaults
+schema is derived from the spec's, with what a defaults file may set (``Vocabulary``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from rulegen.catalog import Catalog
+from rulegen.source.extends import PER_ALERT, Vocabulary
+from rulegen.spec.models import spec_model
+from rulegen.spec.routing import RoutingFile
+
+Kind = Literal["spec", "routing", "defaults"]
+KINDS: tuple[Kind, ...] = ("spec", "routing", "defaults")
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+TITLES = {
+    "spec": "rulegen spec (version 1)",
+    "routing": "rulegen routing file (version 1)",
+    "defaults": "rulegen defaults file (version 1)",
+}
+
+
+def schema(kind: Kind, catalog: Catalog, vocabulary: Vocabulary) -> dict[str, Any]:
+    """The JSON Schema of one kind of input file."""
+    if kind == "routing":
+        out = RoutingFile.model_json_schema(by_alias=True)
+    elif kind == "defaults":
+        out = _defaults(spec_model(catalog).model_json_schema(by_alias=True), vocabulary)
+    else:
+        out = spec_model(catalog).model_json_schema(by_alias=True)
+    out["$schema"] = DRAFT
+    out["title"] = TITLES[kind]
+    return out
+
+
+def _defaults(spec: dict[str, Any], vocabulary: Vocabulary) -> dict[str, Any]:
+    """A defaults file: ``version``, ``extends`` and ``defaults``, whose keys are the spec's
+    service keys, ``alerts`` by signal and ``slos``, none of them required."""
+    defs: dict[str, Any] = copy.deepcopy(spec.get("$defs", {}))
+    props = spec["properties"]
+    alerts: dict[str, Any] = {}
+    for signal, keys in sorted(vocabulary.alert.items()):
+        found = _variant(defs, signal)
+        allowed = sorted(keys - PER_ALERT)
+        fields = found.get("properties", {}) if found else {}
+        alerts[signal] = _open_object({k: fields.get(k, {}) for k in allowed})
+    slo_fields = defs.get("SLOSpec", {}).get("properties", {})
+    defaults = {k: props[k] for k in sorted(vocabulary.service) if k in props}
+    defaults["alerts"] = {"type": "object", "properties": alerts, "additionalProperties": False}
+    defaults["slos"] = _open_object({k: slo_fields.get(k, {}) for k in sorted(vocabulary.slo)})
+    return {
+        "type": "object",
+        "properties": {
+            "version": props["version"],
+            "extends": {"type": "string"},
+            "defaults": {"type": "object", "properties": defaults, "additionalProperties": False},
+        },
+        "required": ["version", "defaults"],
+        "additionalProperties": False,
+        "$defs": defs,
+    }
+
+
+def _variant(defs: dict[str, Any], signal: str) -> dict[str, Any] | None:
+    """The definition of the alert on ``signal`` (tagged by its ``signal`` constant)."""
+    for definition in defs.values():
+        tag = definition.get("properties", {}).get("signal", {})
+        if tag.get("const") == signal or tag.get("enum") == [signal]:
+            return dict(definition)
+    return None
+
+
+def _open_object(properties: dict[str, Any]) -> dict[str, Any]:
+    """An object of these keys, each optional (a default may set any of them)."""
+    return {"type": "object", "properties": properties, "additionalProperties": False}

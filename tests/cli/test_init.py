@@ -1,0 +1,82 @@
+"""``rulegen init [DIR]``: a starter monitoring repository that builds, tests and lints green
+as generated (issue 20, stumble 7), and never writes over a file that is there."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from conftest import REPO, CliResult, run_rulegen
+
+from rulegen import starter
+
+Cli = Callable[..., CliResult]
+
+STARTER = [
+    ".github/workflows/rules.yml",
+    ".pre-commit-config.yaml",
+    "Makefile",
+    "README.md",
+    "schema/defaults.schema.json",
+    "schema/routing.schema.json",
+    "schema/rulegen.schema.json",
+    "specs/alertmanager/base.yml",
+    "specs/routing.yaml",
+    "specs/tests/gpu-temperature.test.yml",
+    "specs/vllm-chat.yaml",
+]
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("promtool") is None or shutil.which("amtool") is None,
+    reason="needs promtool and amtool",
+)
+def test_init_then_build_and_lint_pass(tmp_path: Path) -> None:
+    made = run_rulegen("init", "repo", cwd=tmp_path)
+    assert (made.code, made.out) == (0, "wrote 11 files to repo/; next: cd repo && rulegen build\n")
+    root = tmp_path / "repo"
+    assert _files(root) == STARTER
+    built = run_rulegen("build", cwd=root)
+    assert built.code == 0, built.err
+    assert "promtool test rules: 6 file(s) passed" in built.out  # the user test among them
+    assert "amtool routing tests: 12 passed" in built.out
+    assert "warning" not in built.out
+    linted = run_rulegen("lint", cwd=root)
+    assert (linted.code, linted.out, linted.err) == (0, "", "")
+
+
+def test_each_starter_file_passes_the_schema_its_first_line_names(in_tmp: Path, cli: Cli) -> None:
+    assert cli("init").code == 0
+    for name in ("specs/vllm-chat.yaml", "specs/routing.yaml"):
+        text = (in_tmp / name).read_text()
+        first = text.splitlines()[0]
+        assert first.startswith("# yaml-language-server: $schema=../schema/")
+        schema = json.loads((in_tmp / "specs" / first.split("=", 1)[1]).read_text())
+        errors = jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(text))
+        assert list(errors) == [], name
+
+
+def test_init_writes_nothing_where_a_starter_file_exists(in_tmp: Path, cli: Cli) -> None:
+    (in_tmp / "specs").mkdir()
+    (in_tmp / "specs/routing.yaml").write_text("mine\n")
+    result = cli("init")
+    assert result.code == 2
+    assert result.err.startswith("rulegen: error: .: already has specs/routing.yaml;")
+    assert _files(in_tmp) == ["specs/routing.yaml"]
+    assert (in_tmp / "specs/routing.yaml").read_text() == "mine\n"
+
+
+def test_the_getting_started_page_shows_the_files_init_writes() -> None:
+    page = (REPO / "docs/getting-started.md").read_text()
+    for text in (starter.SPEC, starter.ROUTING, starter.CI):
+        assert f"\n{text}```\n" in page
