@@ -255,21 +255,26 @@ def selectors(expr: str) -> list[tuple[str, str]]:
                 text = re.sub(r"\s+offset\s+\S+$|\s+@\s+\S+$", "", str(node))
                 found[(node.name, text)] = None
             continue
-        children: list[Any] = []
-        if isinstance(node, promql_parser.MatrixSelector):
-            children = [node.vector_selector]
-        elif isinstance(
-            node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
-        ):
-            children = [node.expr]
-        elif isinstance(node, promql_parser.AggregateExpr):
-            children = [node.expr, node.param]
-        elif isinstance(node, promql_parser.BinaryExpr):
-            children = [node.lhs, node.rhs]
-        elif isinstance(node, promql_parser.Call):
-            children = list(node.args)
-        stack.extend(reversed([c for c in children if c is not None]))
+        stack.extend(reversed(_children(node)))
     return list(found)
+
+
+def _children(node: Any) -> list[Any]:
+    """The operand nodes of a parsed PromQL node, left to right (selectors have none)."""
+    children: list[Any] = []
+    if isinstance(node, promql_parser.MatrixSelector):
+        children = [node.vector_selector]
+    elif isinstance(
+        node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
+    ):
+        children = [node.expr]
+    elif isinstance(node, promql_parser.AggregateExpr):
+        children = [node.expr, node.param]
+    elif isinstance(node, promql_parser.BinaryExpr):
+        children = [node.lhs, node.rhs]
+    elif isinstance(node, promql_parser.Call):
+        children = list(node.args)
+    return [c for c in children if c is not None]
 
 
 ANY_SERIES = "*"  # what ``metrics_read`` gives for a selector that names no metric
@@ -293,20 +298,7 @@ def metrics_read(expr: str) -> frozenset[str]:
         if isinstance(node, promql_parser.VectorSelector):
             found.add(_metric_of(node))
             continue
-        children: list[Any] = []
-        if isinstance(node, promql_parser.MatrixSelector):
-            children = [node.vector_selector]
-        elif isinstance(
-            node, promql_parser.ParenExpr | promql_parser.UnaryExpr | promql_parser.SubqueryExpr
-        ):
-            children = [node.expr]
-        elif isinstance(node, promql_parser.AggregateExpr):
-            children = [node.expr, node.param]
-        elif isinstance(node, promql_parser.BinaryExpr):
-            children = [node.lhs, node.rhs]
-        elif isinstance(node, promql_parser.Call):
-            children = list(node.args)
-        stack.extend(c for c in children if c is not None)
+        stack.extend(_children(node))
     return frozenset(found)
 
 
