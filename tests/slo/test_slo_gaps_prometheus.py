@@ -27,20 +27,14 @@ from support.prometheus import (
     recording_levels,
     running,
 )
+from support.slo_gap import BURST, DAY, END, GAP, HOUR, OWN, PER_MINUTE, STEP, T0
 
 from rulegen.slo.coverage import term_counts
 from rulegen.slo.windows import plan_windows
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
-STEP = 60
-HOUR, DAY = 3600, 86400
-T0 = 1_700_000_000 - 1_700_000_000 % DAY  # recordings start here; raw series an hour earlier
-GAP = (T0 + DAY + 2 * HOUR, T0 + DAY + 3 * HOUR)  # no rule evaluation in [start, end)
-END = T0 + DAY + 4 * HOUR
-BURST = (GAP[0] - 10 * 60, GAP[1] + 10 * 60)  # 10% errors from 10 minutes before the hole
-PER_MINUTE = 1000
-OWN = 'service="shop", slo="checkout"'
+# The timeline (support/slo_gap.py); this test's burst has 10% errors.
 WINDOWS = tuple(Decimal(w) for w in (300, 1800, 3600, 6 * 3600, DAY))  # the SLO's
 SPEC = """
     version: 1

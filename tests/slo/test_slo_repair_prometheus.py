@@ -27,17 +27,11 @@ from support.prometheus import (
     openmetrics,
     recording_levels,
 )
+from support.slo_gap import BURST, DAY, END, GAP, HOUR, OWN, PER_MINUTE, STEP, T0
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
-STEP = 60
-HOUR, DAY = 3600, 86400
-T0 = 1_700_000_000 - 1_700_000_000 % DAY  # recordings start here; raw series an hour earlier
-GAP = (T0 + DAY + 2 * HOUR, T0 + DAY + 3 * HOUR)  # no rule evaluation in [start, end)
-END = T0 + DAY + 4 * HOUR
-BURST = (GAP[0] - 10 * 60, GAP[1] + 10 * 60)  # 20% errors from 10 minutes before the hole
-PER_MINUTE = 1000
-OWN = 'service="shop", slo="checkout"'
+# The timeline (support/slo_gap.py); this test's burst has 20% errors.
 WRITABLE = ("--web.enable-admin-api", "--web.enable-remote-write-receiver")
 # the history is from 2023: the out-of-order window must reach back to it from today
 STORAGE = {"tsdb": {"out_of_order_time_window": "3650d"}}

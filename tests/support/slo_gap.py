@@ -1,0 +1,18 @@
+"""The timeline shared by the real-Prometheus SLO gap tests (coverage and fallbacks in
+``test_slo_gaps_prometheus.py``, ``rulegen repair`` in ``test_slo_repair_prometheus.py``).
+
+Why one place: both tests describe the same history (a day of recordings, then an hour-long
+hole in the rule evaluations inside an error burst), and a hole moved in one must move in the
+other for their figures to stay comparable. Times are Unix seconds.
+"""
+
+from __future__ import annotations
+
+STEP = 60
+HOUR, DAY = 3600, 86400
+T0 = 1_700_000_000 - 1_700_000_000 % DAY  # recordings start here; raw series an hour earlier
+GAP = (T0 + DAY + 2 * HOUR, T0 + DAY + 3 * HOUR)  # no rule evaluation in [start, end)
+END = T0 + DAY + 4 * HOUR
+BURST = (GAP[0] - 10 * 60, GAP[1] + 10 * 60)  # the error burst: from 10 minutes before the hole
+PER_MINUTE = 1000  # requests per minute of the SLI's total counter
+OWN = 'service="shop", slo="checkout"'  # the SLO's own labels, as its recordings carry them
