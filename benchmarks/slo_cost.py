@@ -10,9 +10,11 @@ traffic-weighted ratio. This benchmark checks both claims on the same synthetic 
 
 Run:
     .venv/bin/python benchmarks/slo_cost.py [--series 10 100] [--verbose] [--scrape-offset S]
+                                            [--no-gaps]
 
 (--verbose lists every rule's level, samples read and value at T; --scrape-offset moves the
-scrapes S seconds after the rule evaluations, to see what misalignment costs in accuracy.)
+scrapes S seconds after the rule evaluations, to see what misalignment costs in accuracy;
+--no-gaps skips the gap scenarios below, about two minutes at load 5 on 2 cores.)
 
 Needs `prometheus` and `promtool` (Prometheus 2.x) on PATH; uses 127.0.0.1 only and keeps
 everything in a temporary directory. For every raw series count N it:
@@ -34,14 +36,37 @@ everything in a temporary directory. For every raw series count N it:
    computed in Python from the generated counters (and checked against `increase()` over
    the raw series in the TSDB).
 
-It prints a markdown table and the targets (rulegen reads <= 0.1x Sloth's samples at 100
-series; rulegen's 30-day SLI within 0.5% relative of the exact ratio); exit status 1 when a
-target fails or rulegen's rules cannot be built or measured.
+Then (unless --no-gaps) the gap scenarios of rulegen's SLI on the same 30-day SLO, at 10 raw
+series, each on its own data: a 1-hour hole in the rule evaluations during a burst of 20%
+errors (from 10 minutes before the hole to 10 after, 10 hours before T), the same hole with
+Prometheus down (no raw scrape in it either), and a quiet 10-minute hole 3d12h before T,
+whose 3d terms the 30-day window reads at offset 3d during the last day. The recordings are
+backfilled as above but before and after the hole only (no evaluation in it), over the spans
+the readings below reach: the SLI at T (and at every minute of the last day for the quiet
+hole), the coverage at T, and the group's last recording from 30 minutes before the hole
+(where `rulegen repair` looks for holes). The server runs with the admin API, the
+remote-write receiver and an out-of-order window (support.prometheus WRITABLE, STORAGE). For
+each scenario: the 30-day SLI at T against the exact ratio and the coverage at T; then the
+real `rulegen repair specs --prometheus URL --from <hole - 30m> --to T` (it rewrites every
+recording over [hole, T]; its 30-day values before T - 1d read terms that were not
+backfilled and are not checked); then the SLI and coverage again. For the quiet hole also
+the SLI at every minute of the last day against the exact ratio there (worst minute, share
+of minutes off by more than 1%), with the rules as built (fallbacks), after the repair, and
+with the terms-only rules (backfilled with the same hole on another copy of the data).
+
+It prints markdown tables and the targets (rulegen reads <= 0.1x Sloth's samples at 100
+series; rulegen's 30-day SLI within 0.5% relative of the exact ratio; with coverage and
+fallbacks <= 2x the samples of the terms only; in the gap scenarios, the coverage below 1
+before the repair and exactly 1 after it, the SLI within 0.5% of exact after the repair of
+both bursts, and no minute of the last day off by more than 1% with the fallbacks after the
+quiet hole); exit status 1 when a target fails or rulegen's rules cannot be built or
+measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import random
 import shutil
@@ -49,6 +74,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +88,8 @@ from support.prometheus import (
     BACKFILL_FILE,
     BACKFILL_GROUP,
     MAX_POINTS,
+    STORAGE,
+    WRITABLE,
     PrometheusServer,
     move_blocks,
     promtool,
@@ -124,6 +152,26 @@ class Exact:
         return self.errors / self.total
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """The generated traffic: the exact window at T, and the requests and SLO errors of all
+    series counted up to every minute of the data (``[i]``: up to ``DATA_START + i * STEP``),
+    for the exact 30-day ratio at any aligned instant of the last day (the gap scenarios)."""
+
+    exact: Exact
+    requests: list[int]
+    errors: list[int]
+
+    def at(self, t: int) -> Exact:
+        """The exact counts over (t - 30d, t], for scrapes aligned on the minute."""
+        last, first = (t - DATA_START) // STEP, (t - WINDOW - DATA_START) // STEP
+        if first < 0:
+            raise ValueError(f"{t}: the window starts before the data")
+        return Exact(
+            self.errors[last] - self.errors[first], self.requests[last] - self.requests[first]
+        )
+
+
 def _profile(rng: random.Random) -> tuple[list[float], list[float]]:
     """Per-minute request rate of one instance of weight 1 (req/min) and SLO error ratio.
 
@@ -174,16 +222,32 @@ def _is_slo_error(code: str) -> bool:
     return code.startswith("5") or code == "429"
 
 
-def write_openmetrics(path: Path, n_series: int, scrape_offset: int = 0) -> Exact:
+def write_openmetrics(
+    path: Path,
+    n_series: int,
+    scrape_offset: int = 0,
+    burst: tuple[int, int] | None = None,
+    down: tuple[int, int] | None = None,
+) -> Traffic:
     """Stream the raw counters to ``path`` (OpenMetrics, one series after the other).
 
     Samples are at exact minutes plus ``scrape_offset`` seconds, up to T. Returns the exact
     SLO error and total counts of the samples in (T - 30d, T], counted from the per-minute
     increments (a counter reset restarts the counter at that minute's increment, which is
-    what Prometheus' increase() counts too).
+    what Prometheus' increase() counts too), and the counts up to every minute.
+
+    The gap scenarios add an error ``burst``: BURST_RATIO of the requests of the minutes
+    ending in (start, end] fail (the same random draws, so the traffic is otherwise
+    unchanged); and ``down``: no sample with a timestamp in [start, end) (Prometheus down,
+    the counters counting on).
     """
     rng = random.Random(SEED)
     rates, ratios = _profile(rng)
+    if burst is not None:
+        for m in range((burst[0] - DATA_START) // STEP + 1, (burst[1] - DATA_START) // STEP + 1):
+            ratios[m] = BURST_RATIO
+    requests_at = [0] * len(rates)
+    errors_at = [0] * len(rates)
     kept = (T - scrape_offset - DATA_START) // STEP + 1  # samples at or before T
     series = _series_codes(n_series)
     instances = sorted({inst for inst, _ in series})
@@ -209,18 +273,25 @@ def write_openmetrics(path: Path, n_series: int, scrape_offset: int = 0) -> Exac
                     reset = resets.get(inst) == m
                     counters[code] = increments[code] + (0 if reset else counters[code])
                     values[code].append(counters[code])
+                counted = failed if other and share is None else 0
+                requests_at[m] += requests
+                errors_at[m] += counted
                 if first_in_window <= m < kept:
                     total += requests
-                    errors += failed if other and share is None else 0
+                    errors += counted
             for code in codes:
                 labels = f'code="{code}",instance="myservice-{inst:03d}:8080",job="myservice"'
                 stamps = range(DATA_START + scrape_offset, T + 1, STEP)
                 out.writelines(
                     f"{METRIC}{{{labels}}} {v} {ts}\n"
                     for v, ts in zip(values[code][:kept], stamps, strict=True)
+                    if down is None or not down[0] <= ts < down[1]
                 )
         out.write("# EOF\n")
-    return Exact(errors, total)
+    return Traffic(
+        Exact(errors, total), list(itertools.accumulate(requests_at)),
+        list(itertools.accumulate(errors_at)),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- rule analysis
@@ -327,8 +398,11 @@ def _duration(text: str | None) -> int:
     return int(pp.parse_duration(text).total_seconds())
 
 
-def load_rules(name: str, paths: list[Path], sli: str) -> RuleSet:
-    """Parse Prometheus rule files; compute dependency levels and backfill spans."""
+def load_rules(
+    name: str, paths: list[Path], sli: str, since: Mapping[str, float] | None = None
+) -> RuleSet:
+    """Parse Prometheus rule files; compute dependency levels and backfill spans (for the
+    recordings ``since`` names read from that instant to T; by default the 30-day SLI at T)."""
     rule_set = RuleSet(name, paths, sli)
     for path in paths:
         document = yaml.safe_load(path.read_text()) or {}
@@ -346,7 +420,7 @@ def load_rules(name: str, paths: list[Path], sli: str) -> RuleSet:
     if not any(rule.record == SLI_METRIC for rule in rule_set.rules):
         rule_set.notes.append(f"no recording named {SLI_METRIC}")
     _levels(rule_set)
-    _spans(rule_set)
+    _spans(rule_set, {SLI_METRIC: T} if since is None else since)
     return rule_set
 
 
@@ -383,16 +457,20 @@ def _levels(rule_set: RuleSet) -> None:
             rule_set.notes.append(f"{rule.title} reads undefined recording(s) {missing}")
 
 
-def _spans(rule_set: RuleSet) -> None:
+def _spans(rule_set: RuleSet, since: Mapping[str, float]) -> None:
     """Set ``need_from`` on the recordings that must be backfilled, and check the raw span.
 
+    ``since`` maps the recordings read to the first instant of the interval they are read
+    over, up to T (the SLI at T; the gap scenarios also read it over the last day, the
+    coverage at T and the group's last recording where ``rulegen repair`` looks for holes).
     Every rule is evaluated at T (the measurement); a backfilled recording is also evaluated
     from its ``need_from`` on. Readers are handled before what they read (higher levels
     first), so each recording's span is final before it is propagated further down.
     """
     recorders = _recorders(rule_set)
-    for rule in recorders.get(SLI_METRIC, []):
-        rule.need_from = T - LOOKBACK
+    for name, start in since.items():
+        for rule in recorders.get(name, []):
+            rule.need_from = start - LOOKBACK
     raw_from = float(T)
     for rule in sorted(rule_set.rules, key=lambda r: -r.level):
         start = min(T, rule.need_from if rule.need_from is not None else T)
@@ -416,13 +494,20 @@ def _spans(rule_set: RuleSet) -> None:
 # --------------------------------------------------------------------------- backfill
 
 
-def backfill(server: PrometheusServer, rule_set: RuleSet, workdir: Path) -> list[str]:
+def backfill(
+    server: PrometheusServer,
+    rule_set: RuleSet,
+    workdir: Path,
+    hole: tuple[int, int] | None = None,
+) -> list[str]:
     """Backfill the needed recordings level by level; returns their record names.
 
     promtool evaluates a rule against the server, so a recording that reads another
     recording can only be backfilled once the blocks of the latter are loaded: after each
     level, the new blocks are moved into the data directory and the server restarted.
     Recordings of one level needed over different spans are backfilled in separate runs.
+    With a ``hole``, no evaluation happens in [start, end): each span is backfilled before
+    and after it, as if the rule group had stopped.
     """
     todo = [rule for rule in rule_set.rules if rule.record and rule.need_from is not None]
     for level in sorted({rule.level for rule in todo}):
@@ -432,7 +517,12 @@ def backfill(server: PrometheusServer, rule_set: RuleSet, workdir: Path) -> list
                 start = max(DATA_START, math.floor(rule.need_from / rule.interval) * rule.interval)
                 batches.setdefault((start, rule.interval), []).append(rule)
         outputs = []
-        for index, ((start, interval), rules) in enumerate(sorted(batches.items())):
+        runs = [
+            (piece, interval, rules)
+            for (start, interval), rules in sorted(batches.items())
+            for piece in _pieces(start, hole)
+        ]
+        for index, ((start, end), interval, rules) in enumerate(runs):
             run_dir = workdir / f"backfill-level{level}-{index}"
             run_dir.mkdir()
             (run_dir / BACKFILL_FILE).write_text(_rules_file(rules, interval))
@@ -445,7 +535,7 @@ def backfill(server: PrometheusServer, rule_set: RuleSet, workdir: Path) -> list
                     "--quiet",
                     f"--max-block-duration={block_h}h",
                     f"--start={start}",
-                    f"--end={T}",
+                    f"--end={end}",
                     f"--url={server.url}",
                     f"--eval-interval={interval}s",
                     "--output-dir=out",
@@ -461,6 +551,14 @@ def backfill(server: PrometheusServer, rule_set: RuleSet, workdir: Path) -> list
     names = sorted({str(rule.record) for rule in todo})
     _check_alignment(server, names)
     return names
+
+
+def _pieces(start: int, hole: tuple[int, int] | None) -> list[tuple[int, int]]:
+    """[start, T] without the evaluations in ``hole`` (inclusive ends, as promtool's)."""
+    if hole is None or start >= hole[1]:
+        return [(start, T)]
+    before = [(start, hole[0] - STEP)] if start <= hole[0] - STEP else []
+    return [*before, (hole[1], T)]
 
 
 def _rules_file(rules: list[Rule], interval: int) -> str:
@@ -641,9 +739,15 @@ class Row:
     measurement: Measurement
 
 
-def _raw_data(n_series: int, base: Path, scrape_offset: int) -> tuple[Path, Exact]:
+def _raw_data(
+    n_series: int,
+    base: Path,
+    scrape_offset: int,
+    burst: tuple[int, int] | None = None,
+    down: tuple[int, int] | None = None,
+) -> tuple[Path, Traffic]:
     openmetrics = base / "raw.om"
-    exact = write_openmetrics(openmetrics, n_series, scrape_offset)
+    traffic = write_openmetrics(openmetrics, n_series, scrape_offset, burst, down)
     raw = base / "raw"
     promtool(
         [
@@ -658,7 +762,7 @@ def _raw_data(n_series: int, base: Path, scrape_offset: int) -> tuple[Path, Exac
         base,
     )
     openmetrics.unlink()
-    return raw, exact
+    return raw, traffic
 
 
 def run_size(n_series: int, rule_sets: list[RuleSet], tmp: Path, scrape_offset: int) -> list[Row]:
@@ -666,7 +770,8 @@ def run_size(n_series: int, rule_sets: list[RuleSet], tmp: Path, scrape_offset: 
     base = tmp / f"n{n_series}"
     base.mkdir()
     began = time.perf_counter()
-    raw, exact = _raw_data(n_series, base, scrape_offset)
+    raw, traffic = _raw_data(n_series, base, scrape_offset)
+    exact = traffic.exact
     _log(f"N={n_series}: raw data written and backfilled in {time.perf_counter() - began:.1f}s")
     rows = []
     for rule_set in rule_sets:
@@ -826,6 +931,273 @@ def _span(seconds: float) -> str:
     return "".join(f"{n}{unit}" for n, unit in parts if n) or "0m"
 
 
+# --------------------------------------------------------------------------- gap scenarios
+
+# The issue's setup: 10 raw series, 99.9% / 30d, BURST_RATIO errors in a burst around a hole.
+GAP_SERIES = 10
+BURST_RATIO = 0.2
+HOUR = 3600
+# Thursday 14:00-15:00 UTC, near the daily peak: close to T, so the repair rewrites 10 hours.
+BURST_HOLE = (T - 10 * HOUR, T - 9 * HOUR)
+# Monday 12:00 UTC: the 3d terms evaluated in it are read at offset 3d 12 hours before T (the
+# last day; the first 5 minutes bridged by the lookback, which reads the sample before the
+# hole). At T, the 6h term of its start is read (inside a 1d, inside a 3d), bridged the same way.
+QUIET_HOLE = (T - 3 * DAY - 12 * HOUR, T - 3 * DAY - 12 * HOUR + 10 * 60)
+COVERAGE = "slo:sli_coverage:ratio"
+RULEGEN_COVERAGE = COVERAGE + '{service="myservice",slo="requests-availability"}'
+REPAIR_FROM = 30 * 60  # `rulegen repair --from`: this long before the hole
+TARGET_LAST_DAY = 0.01  # quiet gap with fallbacks: no minute of the last day off by more
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A hole in the rule evaluations: no evaluation in [start, end)."""
+
+    name: str
+    hole: tuple[int, int]
+    burst: bool  # BURST_RATIO errors from 10 minutes before the hole to 10 minutes after
+    down: bool  # Prometheus down: no raw sample in the hole either
+    last_day: bool  # every minute of the last day too, and the terms-only rules
+
+    @property
+    def burst_span(self) -> tuple[int, int] | None:
+        """The minutes of the burst, (start, end]."""
+        return (self.hole[0] - 600, self.hole[1] + 600) if self.burst else None
+
+
+SCENARIOS = (
+    Scenario("1h rule-evaluation gap, burst", BURST_HOLE, burst=True, down=False, last_day=False),
+    Scenario("1h Prometheus down, burst", BURST_HOLE, burst=True, down=True, last_day=False),
+    Scenario("quiet 10m rule-evaluation gap", QUIET_HOLE, burst=False, down=False, last_day=True),
+)
+
+
+@dataclass(frozen=True)
+class LastDay:
+    """The 30-day SLI at every minute of the last day before T against the exact ratio."""
+
+    worst: float  # relative error of the worst minute (-1: a minute without a value)
+    off: float  # share of the minutes off by more than TARGET_LAST_DAY
+
+
+@dataclass
+class GapResult:
+    """One scenario: the 30-day SLI and the coverage at T, before and after the repair."""
+
+    scenario: Scenario
+    exact: float
+    before: float | None = None
+    coverage_before: float | None = None
+    after: float | None = None
+    coverage_after: float | None = None
+    repair_seconds: float = 0.0
+    repair_output: str = ""
+    last_day: dict[str, LastDay] = field(default_factory=dict)
+    error: str | None = None
+
+    def rel(self, sli: float | None) -> float | None:
+        """``sli`` relative to the exact ratio."""
+        return None if sli is None else sli / self.exact - 1
+
+
+def _value(server: PrometheusServer, expr: str, at: int) -> float | None:
+    result = server.query(expr, at)["result"]
+    if len(result) > 1:
+        raise RuntimeError(f"{expr} at {at} returns {len(result)} series")
+    return float(result[0]["value"][1]) if result else None
+
+
+def _last_day(server: PrometheusServer, traffic: Traffic, expr: str) -> LastDay:
+    """``expr`` at every minute of [T - 1d, T] against the exact 30-day ratio there."""
+    params = {"query": expr, "start": str(T - DAY), "end": str(T), "step": str(STEP)}
+    result = server.api("query_range", params)["result"]
+    if len(result) > 1:
+        raise RuntimeError(f"{expr} over the last day returns {len(result)} series")
+    values = {int(t): float(v) for t, v in result[0]["values"]} if result else {}
+    offs = [
+        values[t] / traffic.at(t).ratio - 1 if t in values else -1.0
+        for t in range(T - DAY, T + 1, STEP)
+    ]
+    worst = max(offs, key=abs)
+    return LastDay(worst, sum(abs(v) > TARGET_LAST_DAY for v in offs) / len(offs))
+
+
+def _rulegen_command() -> str:
+    binary = Path(sys.prefix) / "bin" / "rulegen"
+    return str(binary if binary.exists() else shutil.which("rulegen") or "rulegen")
+
+
+def _repair(server: PrometheusServer, specs: Path, hole: tuple[int, int]) -> str:
+    """Run the real ``rulegen repair`` over [hole - 30m, T]; its output, or RuntimeError."""
+    argv = [_rulegen_command(), "repair", str(specs), "--prometheus", server.url,
+            "--from", str(hole[0] - REPAIR_FROM), "--to", str(T)]  # fmt: skip
+    try:
+        proc = subprocess.run(
+            argv, cwd=specs.parent, capture_output=True, text=True, check=False, timeout=1800
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise RuntimeError(f"rulegen repair: {err}") from err
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        raise RuntimeError(f"rulegen repair exited {proc.returncode}: {output}")
+    return output
+
+
+def run_gap(
+    index: int, scenario: Scenario, rulegen: RuleSet, terms: RuleSet, tmp: Path
+) -> GapResult:
+    """One scenario on its own data: raw counters (with its burst, without the scrapes of a
+    Prometheus down), recordings backfilled around the hole, the SLI and coverage at T, then
+    ``rulegen repair`` and the same again; for the last-day scenario, the SLI at every minute
+    of the last day, with the rules as built and (on another copy) with the terms only."""
+    base = tmp / f"gap{index}"
+    base.mkdir()
+    began = time.perf_counter()
+    down = scenario.hole if scenario.down else None
+    raw, traffic = _raw_data(GAP_SERIES, base, 0, scenario.burst_span, down)
+    result = GapResult(scenario, traffic.exact.ratio)
+    filled = 0.0
+    last_record = [rule.record for rule in rulegen.rules if rule.record][-1]
+    since = {
+        SLI_METRIC: T - DAY if scenario.last_day else T,
+        COVERAGE: T,
+        str(last_record): scenario.hole[0] - REPAIR_FROM,  # where the repair finds the hole
+    }
+    rules = load_rules(rulegen.name, rulegen.paths, rulegen.sli, since)
+    workdir = base / rulegen.name
+    workdir.mkdir()
+    shutil.copytree(raw, workdir / "data")
+    server = PrometheusServer(workdir / "data", workdir, flags=WRITABLE, storage=STORAGE)
+    try:
+        server.start()
+        check_raw(server, traffic.exact)
+        backfill(server, rules, workdir, scenario.hole)
+        filled = time.perf_counter() - began
+        result.before = _value(server, RULEGEN_SLI, T)
+        result.coverage_before = _value(server, RULEGEN_COVERAGE, T)
+        if scenario.last_day:
+            result.last_day["fallbacks"] = _last_day(server, traffic, RULEGEN_SLI)
+        began = time.perf_counter()
+        result.repair_output = _repair(server, rulegen.paths[0].parents[2] / "specs", scenario.hole)
+        result.repair_seconds = time.perf_counter() - began
+        result.after = _value(server, RULEGEN_SLI, T)
+        result.coverage_after = _value(server, RULEGEN_COVERAGE, T)
+        if scenario.last_day:
+            result.last_day["after repair"] = _last_day(server, traffic, RULEGEN_SLI)
+    except RuntimeError as err:
+        result.error = str(err)
+    finally:
+        server.stop()
+    _log(
+        f"gaps: {scenario.name}: backfilled in {filled:.1f}s, repaired in"
+        f" {result.repair_seconds:.1f}s" + (f"; ERROR {result.error}" if result.error else "")
+    )
+    for line in result.repair_output.splitlines():
+        _log(f"  {line}")
+    if scenario.last_day and result.error is None:
+        workdir = base / terms.name
+        workdir.mkdir()
+        shutil.copytree(raw, workdir / "data")
+        rules = load_rules(terms.name, terms.paths, terms.sli, {SLI_METRIC: T - DAY})
+        began = time.perf_counter()
+        try:
+            with running(workdir / "data", workdir) as server:
+                backfill(server, rules, workdir, scenario.hole)
+                result.last_day["terms only"] = _last_day(server, traffic, RULEGEN_SLI)
+        except RuntimeError as err:
+            result.error = f"{terms.name}: {err}"
+        _log(f"gaps: {scenario.name}: {terms.name} in {time.perf_counter() - began:.1f}s")
+    shutil.rmtree(base)
+    return result
+
+
+def _rel_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:+.4f}%"
+
+
+def _coverage_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.6g}"
+
+
+def print_gaps(results: list[GapResult]) -> None:
+    """The markdown tables of the gap scenarios."""
+    print(
+        f"\nGap scenarios ({GAP_SERIES} series, 99.9% / 30d, 30d SLI and coverage at T;"
+        f" bursts of {BURST_RATIO:.0%} errors from 10 minutes before the hole to 10 after):\n"
+    )
+    head = ["scenario", "hole", "exact 30d SLI", "SLI before", "coverage before", "repair s",
+            "SLI after", "coverage after"]  # fmt: skip
+    print("| " + " | ".join(head) + " |")
+    print("| --- | --- | " + " | ".join("---:" for _ in head[2:]) + " |")
+    for r in results:
+        hole = (
+            f"T-{_span(T - r.scenario.hole[0])}, {_span(r.scenario.hole[1] - r.scenario.hole[0])}"
+        )
+        cells = [
+            r.scenario.name + (" (ERROR)" if r.error else ""),
+            hole,
+            _pct(r.exact),
+            _rel_text(r.rel(r.before)),
+            _coverage_text(r.coverage_before),
+            f"{r.repair_seconds:.1f}",
+            _rel_text(r.rel(r.after)),
+            _coverage_text(r.coverage_after),
+        ]
+        print("| " + " | ".join(cells) + " |")
+    for r in results:
+        if not r.last_day:
+            continue
+        print(
+            f"\n{r.scenario.name}: the 30d SLI at every minute of the last day before T"
+            f" ({DAY // STEP + 1} minutes) against the exact ratio:\n"
+        )
+        print(f"| rules | worst minute | minutes off by > {TARGET_LAST_DAY:.0%} |")
+        print("| --- | ---: | ---: |")
+        for name in ("fallbacks", "terms only", "after repair"):
+            if name in r.last_day:
+                day = r.last_day[name]
+                print(f"| {name} | {_rel_text(day.worst)} | {day.off * 100:.2f}% |")
+
+
+def check_gaps(results: list[GapResult]) -> bool:
+    """Print the gap targets and whether they hold; True when none fails."""
+    ok = True
+    print("\nGap targets:")
+    for r in results:
+        name = r.scenario.name
+        checks = [
+            (f"coverage at T < 1 before the repair ({_coverage_text(r.coverage_before)})",
+             r.coverage_before is not None and r.coverage_before < 1),
+            (f"coverage at T exactly 1 after it ({_coverage_text(r.coverage_after)})",
+             r.coverage_after == 1),
+        ]  # fmt: skip
+        if r.scenario.burst:
+            rel = r.rel(r.after)
+            checks.append(
+                (f"30d SLI within {TARGET_SLI_REL_ERROR:.1%} of exact after it ({_rel_text(rel)})",
+                 rel is not None and abs(rel) <= TARGET_SLI_REL_ERROR)
+            )  # fmt: skip
+        if r.scenario.last_day:
+            day = r.last_day.get("fallbacks")
+            got = "n/a" if day is None else f"worst {_rel_text(day.worst)}"
+            checks.append(
+                (f"no minute of the last day off by > {TARGET_LAST_DAY:.0%} with the fallbacks"
+                 f" ({got})", day is not None and day.off == 0)
+            )  # fmt: skip
+        for text, held in checks:
+            held = held and r.error is None
+            print(f"- {name}: {text}: {_verdict(held)}")
+            ok = ok and held
+        if r.error:
+            print(f"  ERROR {r.error}")
+    return ok
+
+
+def run_gaps(rulegen: RuleSet, terms: RuleSet, tmp: Path) -> list[GapResult]:
+    """Every gap scenario, one after the other."""
+    return [run_gap(i, s, rulegen, terms, tmp) for i, s in enumerate(SCENARIOS)]
+
+
 def main() -> int:
     """Run the benchmark; returns the exit status."""
     parser = argparse.ArgumentParser(
@@ -840,6 +1212,12 @@ def main() -> int:
         metavar="SECONDS",
         help="scrape timestamps this many seconds after the rule evaluations (0-59; default 0:"
         " aligned, as rulegen assumes)",
+    )
+    parser.add_argument(
+        "--gaps",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"run the gap scenarios at {GAP_SERIES} series (default: on)",
     )
     args = parser.parse_args()
     sizes: list[int] = args.series
@@ -863,8 +1241,12 @@ def main() -> int:
             rulegen_error = f"{type(err).__name__}: {err}"
             _log(f"rulegen: {rulegen_error}")
         rows = [row for size in sizes for row in run_size(size, rule_sets, tmp, offset)]
+        gaps = run_gaps(rule_sets[1], rule_sets[2], tmp) if args.gaps and not rulegen_error else []
     print_table(rows)
     ok = check_targets(rows, sizes, rulegen_error)
+    if gaps:
+        print_gaps(gaps)
+        ok = check_gaps(gaps) and ok
     print_notes(rule_sets, rows, args.verbose)
     files = "; ".join(f"{rs.name}: {', '.join(p.name for p in rs.paths)}" for rs in rule_sets)
     print(

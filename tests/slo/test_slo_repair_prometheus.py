@@ -21,6 +21,8 @@ import pytest
 from conftest import rendered_rules, run_rulegen
 from support.prometheus import (
     NEEDS_PROMETHEUS,
+    STORAGE,
+    WRITABLE,
     PrometheusServer,
     backfill_recordings,
     create_blocks_from_openmetrics,
@@ -31,10 +33,9 @@ from support.slo_gap import BURST, DAY, END, GAP, HOUR, OWN, PER_MINUTE, STEP, T
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
-# The timeline (support/slo_gap.py); this test's burst has 20% errors.
-WRITABLE = ("--web.enable-admin-api", "--web.enable-remote-write-receiver")
-# the history is from 2023: the out-of-order window must reach back to it from today
-STORAGE = {"tsdb": {"out_of_order_time_window": "3650d"}}
+# The timeline (support/slo_gap.py); this test's burst has 20% errors. The server takes
+# writes (support.prometheus WRITABLE, STORAGE: the history is from 2023, the out-of-order
+# window reaches back to it from today).
 SPEC = """
     version: 1
     service: shop

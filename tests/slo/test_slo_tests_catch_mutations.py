@@ -15,7 +15,9 @@ of a few evaluation steps instead of days of history.
 
 The fallbacks of coarse window terms are not edited here: they take over only when an
 evaluation was missed, which promtool cannot do (it evaluates every step), so no generated
-test can tell them apart; ``test_slo_gaps_prometheus.py`` checks them on a real Prometheus.
+test can tell them apart. ``test_slo_fallbacks_catch_mutations.py`` edits them, with the terms
+they replace renamed away so that they always engage; ``test_slo_gaps_prometheus.py`` checks
+them on a real Prometheus.
 
 The factor and min_traffic edits were once missed (tier checks re-rendered the condition instead
 of reading the alert rule; no scenario sat near min_traffic); the generated tests now fire each

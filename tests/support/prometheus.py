@@ -47,6 +47,11 @@ HOST = "127.0.0.1"
 BACKFILL_FILE = "rules.yml"
 BACKFILL_GROUP = "backfill-1149011"
 MAX_POINTS = 11000  # the query API's limit of points per series
+# What ``rulegen repair`` needs of a server (``PrometheusServer(flags=, storage=)``): the admin
+# API, the remote-write receiver, and an out-of-order window reaching back to backfilled
+# history (the tests' and the benchmarks' histories are years old).
+WRITABLE = ("--web.enable-admin-api", "--web.enable-remote-write-receiver")
+STORAGE = {"tsdb": {"out_of_order_time_window": "3650d"}}
 _HINT = "install the Debian package prometheus"
 
 
