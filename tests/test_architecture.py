@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("consumers of resolved specs", ("routing", "dashboard")),
     ("render: output formats", ("render",)),
     ("validate: external tools", ("validate",)),
-    ("load", ("load",)),
+    ("load", ("load", "rendercache")),
     ("build", ("build",)),
     ("outdir", ("outdir",)),
     ("commands", ("lint", "backtest", "explain", "starter")),

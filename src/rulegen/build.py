@@ -38,10 +38,12 @@ from rulegen.render.prometheus import rule_file
 from rulegen.render.promtool_tests import tests_file
 from rulegen.render.thanos import thanos_rule_file
 from rulegen.render.victoriametrics import long_queries, vmalert_rule_file
+from rulegen.rendercache import CachedRender, RenderCache
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
 from rulegen.service import ResolvedSpec
+from rulegen.slo.model import ResolvedSLO
 from rulegen.slo.rules import slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
@@ -102,6 +104,7 @@ def build(
     targets: Sequence[str] = ("prometheus",),
     jobs: int | None = None,
     progress: Progress | None = None,
+    render_cache: RenderCache | None = None,
 ) -> BuildResult:
     """Resolve the specs and render every output file in memory.
 
@@ -109,13 +112,18 @@ def build(
     parent, normally the repo root), so the output does not depend on the working directory.
     Each spec file is loaded and rendered in one go, by one of up to ``jobs`` worker
     processes for a fleet (default: every usable CPU); only its files and rule groups come
-    back, each counted on ``progress``.
+    back, each counted on ``progress``. With ``render_cache``, a service whose inputs were
+    rendered before takes its files from there (only its rule groups are made again).
     """
     chosen = tuple(t for t in TARGETS if t in targets)
     steps = progress or Silent()
     steps.step(LOAD_STEP, total=len(inputs.specs))
     found = fan_out(
-        _load_and_render, (catalog, root, chosen), inputs.specs, jobs, done=steps.advance
+        _load_and_render,
+        (catalog, root, chosen, render_cache),
+        inputs.specs,
+        jobs,
+        done=steps.advance,
     )
     combined = combine(inputs.specs, [f.loaded for f in found])
     if combined.diagnostics:
@@ -212,13 +220,64 @@ class _Built:
     rendered: RenderedService | list[Diagnostic] | None = None
 
 
-def _load_and_render(context: tuple[Catalog, Path | None, tuple[str, ...]], path: Path) -> _Built:
-    catalog, root, targets = context
+def _load_and_render(
+    context: tuple[Catalog, Path | None, tuple[str, ...], RenderCache | None], path: Path
+) -> _Built:
+    catalog, root, targets, cache = context
     loaded = load_one(catalog, path)
     spec, loaded.resolved = loaded.resolved, None
     if spec is None:
         return _Built(loaded)
-    return _Built(loaded, render_service(spec, catalog, root, targets))
+    if cache is None:
+        return _Built(loaded, render_service(spec, catalog, root, targets))
+    key = _cache_key(cache, path, loaded.extends, spec, root, targets)
+    entry = cache.load(key) if key is not None else None
+    if entry is not None:
+        return _Built(loaded, _cached_service(spec, catalog, root, entry))
+    rendered = render_service(spec, catalog, root, targets)
+    # stored only when no input changed while it rendered (the files are those of the key)
+    unchanged = key is not None and key == _cache_key(
+        cache, path, loaded.extends, spec, root, targets
+    )
+    if isinstance(rendered, RenderedService) and key is not None and unchanged:
+        files = dict(rendered.files)
+        cache.store(key, CachedRender(files, rendered.costs, rendered.loads, rendered.reports))
+    return _Built(loaded, rendered)
+
+
+def _cache_key(
+    cache: RenderCache,
+    path: Path,
+    extends: Sequence[Path],
+    spec: ResolvedSpec,
+    root: Path | None,
+    targets: Sequence[str],
+) -> str | None:
+    """The render cache's key of one spec, or ``None`` when an input cannot be read."""
+    try:
+        own = path.read_bytes()
+        others = [(_source_name(p, root), p.read_bytes()) for p in extends]
+    except OSError:
+        return None
+    source = f"{spec.source}\0{_header_source(spec.source, root)}"
+    return cache.key(own, others, source, targets)
+
+
+def _cached_service(
+    spec: ResolvedSpec, catalog: Catalog, root: Path | None, entry: CachedRender
+) -> RenderedService | list[Diagnostic]:
+    """A service from the render cache: its files as recorded, its rule groups made again
+    (validation, routing and the other targets read them)."""
+    try:
+        groups, slo_groups = rule_groups(spec, catalog)
+    except SpecError as exc:
+        return list(exc.diagnostics)
+    slos = [(slo, group, (), ()) for slo, group in zip(spec.slos, slo_groups, strict=True)]
+    output = _assemble(spec, groups, (), slos)
+    return RenderedService(
+        output, FileSet(entry.files), entry.costs, entry.loads,
+        _header_source(spec.source, root), spec.targets, entry.reports, _named_groups(spec),
+    )  # fmt: skip
 
 
 def render_service(
@@ -316,16 +375,27 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
                 [slo.origin.diagnostic(f"no test can be built: {exc}", codes.SPEC_TEST)]
             ) from None
         _check_cost((group,), cases + history, slo.origin)
-        slos.append(
-            SLOOutput(
-                slo.name, slo.evaluation, group, cases, history_step(slo), history, slo.group_by
-            )
-        )  # fmt: skip
+        slos.append((slo, group, cases, history))
+    return _assemble(spec, groups, tests, slos)
+
+
+def _assemble(
+    spec: ResolvedSpec,
+    groups: tuple[RuleGroup, ...],
+    tests: tuple[TestCase, ...],
+    slos: Sequence[tuple[ResolvedSLO, RuleGroup, tuple[TestCase, ...], tuple[TestCase, ...]]],
+) -> ServiceOutput:
+    """One service's output from its rule groups and generated tests (none for a service
+    taken from the render cache, whose test files are already rendered)."""
+    outputs = tuple(
+        SLOOutput(slo.name, slo.evaluation, group, cases, history_step(slo), history, slo.group_by)
+        for slo, group, cases, history in slos
+    )
     explanations = tuple(
         Explanation(d.name, d.explains, d.host.label) for d in spec.diagnoses if d.explains
     )
     return ServiceOutput(
-        spec.service, spec.source, spec.evaluation_interval, groups, tests, slos=tuple(slos),
+        spec.service, spec.source, spec.evaluation_interval, groups, tests, slos=outputs,
         explanations=explanations,
     )  # fmt: skip
 
@@ -525,7 +595,7 @@ def validate(
     if tests:
         summary.extend(_validate_tests(folder, result, tests, jobs, cache, steps))
         if test_cache and not cache:
-            summary.append("warning: promtool prints no version; --test-cache not used")
+            summary.append("warning: promtool prints no version; test results not cached")
     steps.step(OTHER_STEP)
     summary.extend(check_targets(result.files))
     if routing_files.CONFIG in result.files:

@@ -50,7 +50,9 @@ from rulegen.repair import command as repair
 
 if TYPE_CHECKING:
     from rulegen.build import BuildResult
+    from rulegen.catalog import Catalog
     from rulegen.load import SpecInputs
+    from rulegen.rendercache import RenderCache
 
 EPILOG = """exit codes:
   0  success
@@ -100,7 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     signal_folders.add_arguments(b)
     b.add_argument("--test-cache", type=Path, default=None, metavar="DIR",
                    help="remember passing promtool test files in DIR and skip those whose "
-                   "test, rule files and promtool release are unchanged")  # fmt: skip
+                   "test, rule files and promtool release are unchanged; keep each service's "
+                   "rendered files there too (DIR/render) and reuse them while its inputs "
+                   "and rulegen are unchanged")  # fmt: skip
     b.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="processes rendering specs and promtool runs at once "
                    "(default: the CPUs rulegen may use)")  # fmt: skip
@@ -251,8 +255,9 @@ def _build(args: argparse.Namespace, out: _Output) -> int:
         for warning in inputs.warnings:
             out.warn(warning)
         root = Path(os.path.realpath(target)).parent
+        cache = _render_cache(args.test_cache, catalog)
         result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs,
-                       progress=steps)  # fmt: skip
+                       progress=steps, render_cache=cache)  # fmt: skip
         summary = (_check if args.check else _write)(args, out, target, shown, result)
     for line in summary:
         out.line(line)
@@ -260,6 +265,16 @@ def _build(args: argparse.Namespace, out: _Output) -> int:
     if slowest is not None:
         steps.line(slowest)
     return 0
+
+
+def _render_cache(folder: Path | None, catalog: Catalog) -> RenderCache | None:
+    """The render cache beside the test cache's markers (``DIR/render``), keyed with
+    rulegen's own code and the catalog; none without ``--test-cache``."""
+    from rulegen.rendercache import RenderCache, code_fingerprint
+
+    if folder is None or not catalog.fingerprint:
+        return None
+    return RenderCache(folder / "render", f"{code_fingerprint()}-{catalog.fingerprint}")
 
 
 def _write(

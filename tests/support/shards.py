@@ -54,6 +54,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/slo/test_slo_spec_errors.py": (8, 64),
     "tests/slo/test_slo_tests_catch_mutations.py": (0, 48),
     "tests/slo/test_slo_fallbacks_catch_mutations.py": (0, 6),
+    "tests/output/test_render_cache.py": (5, 0),
     "tests/slo/test_slo_gaps_prometheus.py": (0, 55),
     "tests/slo/test_slo_repair_prometheus.py": (0, 30),
     "tests/targets/test_victoriametrics.py": (3, 2),

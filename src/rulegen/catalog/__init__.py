@@ -6,6 +6,7 @@ team adds one in ``signals/`` without forking rulegen.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -33,9 +34,14 @@ __all__ = ["FAMILIES", "Catalog", "SignalDef", "load_catalog"]
 
 @dataclass(frozen=True, eq=False)
 class Catalog:
-    """Every known signal by name."""
+    """Every known signal by name.
+
+    ``fingerprint``: the hash of the definitions' file names and bytes (what a render cache
+    keys on; empty when unknown, e.g. a catalog made in code, which caches nothing).
+    """
 
     signals: Mapping[str, SignalDef]
+    fingerprint: str = ""
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -78,16 +84,28 @@ def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Load built-in signals, then every ``*.yaml``/``*.yml`` of ``extra_dirs``."""
     signals: dict[str, SignalDef] = {}
     diagnostics: list[Diagnostic] = []
+    digest = hashlib.sha256()
     builtin = resources.files("rulegen.catalog").joinpath("signals")
     for entry in sorted(builtin.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
-            _add(signals, diagnostics, entry.read_text("utf-8"), f"<builtin>/{entry.name}", None)
-    for folder in extra_dirs:
+            text = entry.read_text("utf-8")
+            digest.update(f"<builtin>/{entry.name}\0{text}\0".encode())
+            _add(signals, diagnostics, text, f"<builtin>/{entry.name}", None)
+    for index, folder in enumerate(extra_dirs):
         for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
             _add(signals, diagnostics, None, str(path), path)
+            digest.update(f"{index}/{path.name}\0".encode() + _bytes_of(path) + b"\0")
     if diagnostics:
         raise SpecError(diagnostics)
-    return Catalog(signals)
+    return Catalog(signals, digest.hexdigest())
+
+
+def _bytes_of(path: Path) -> bytes:
+    """A definition's bytes for the fingerprint (one ``_add`` has already read or refused)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b"\0unreadable"
 
 
 def _add(
