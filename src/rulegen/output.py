@@ -11,6 +11,7 @@ import json
 import re
 import zlib
 from collections.abc import Iterator, Mapping, MutableMapping
+from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
@@ -20,6 +21,18 @@ from rulegen.errors import printable
 # libyaml's emitter when PyYAML has it (about 10× faster; the same bytes for rulegen's data,
 # checked by the golden and drift tests), else the pure-Python one.
 _Emitter: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def plain_relative(name: Any) -> bool:
+    """Whether ``name`` is a plain relative path inside a folder: no ``..``, no absolute path,
+    no empty or ``.`` parts, no backslashes or control characters (an output file's name as
+    read back from the manifest or a cache, which anyone may have edited)."""
+    if not isinstance(name, str) or not 0 < len(name) <= 4096:
+        return False
+    if "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return False
+    parts = name.split("/")
+    return not PurePosixPath(name).is_absolute() and all(p not in ("", ".", "..") for p in parts)
 
 
 class _BlockDumper(_Emitter):  # type: ignore[misc,valid-type]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,11 +25,11 @@ from functools import cache
 from pathlib import Path
 from typing import TypeGuard
 
+from rulegen.output import plain_relative
+
 # Bumped when what goes into a key or an entry changes, so older entries stop matching.
 KEY_VERSION = "1"
 FORMAT = 1
-# An output file's name: relative, forward slashes, no `..`, no hidden or odd characters.
-_SAFE_NAME = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.:@+-]*/)*[A-Za-z0-9_][A-Za-z0-9_.:@+-]*")
 
 
 @dataclass(frozen=True)
@@ -107,10 +106,16 @@ def _entry(data: object) -> CachedRender | None:
         return None
     if not isinstance(reports, list) or not all(isinstance(r, str) for r in reports):
         return None
-    if not all(_SAFE_NAME.fullmatch(name) and ".." not in name for name in files):
+    if not all(_output_name(name) for name in files):
         return None
     counted = {str(name): int(cost) for name, cost in costs.items()}
     return CachedRender(dict(files), counted, dict(loads), [str(r) for r in reports])
+
+
+def _output_name(name: str) -> bool:
+    """A name a service's output may have: plain, relative, no hidden part (``.tmp-…``, the
+    manifest)."""
+    return plain_relative(name) and not any(part.startswith(".") for part in name.split("/"))
 
 
 def _str_map(value: object) -> TypeGuard[dict[str, str]]:

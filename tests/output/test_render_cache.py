@@ -124,6 +124,7 @@ HOSTILE = {
     "another format": '{"format": 2, "files": {}, "costs": {}, "loads": {}, "reports": []}',
     "a file outside the output folder": "../../escaped.txt",
     "an absolute file name": "/tmp/escaped.txt",
+    "a file named like the manifest": ".rulegen-manifest.json",
     "a cost that is not a number": "cost",
     "reports that are not a list": "reports",
 }
@@ -135,7 +136,7 @@ def test_a_damaged_entry_is_rendered_again_and_rewritten(cli: Cli, repo: Path, d
     entry = _entry_of(repo, "web")
     data = json.loads(entry.read_text())
     text = HOSTILE[damage]
-    if damage.startswith(("a file", "an absolute")):
+    if damage.startswith(("a file", "an absolute")):  # a name the output may not have
         data["files"][text] = "planted"
     elif damage == "a cost that is not a number":
         data["costs"] = {name: "1" for name in data["costs"]}

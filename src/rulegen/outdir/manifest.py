@@ -17,10 +17,10 @@ import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from rulegen.output import dump_json
+from rulegen.output import dump_json, plain_relative
 
 MANIFEST = ".rulegen-manifest.json"
 MAX_MANIFEST_BYTES = 32 * 1024 * 1024
@@ -117,14 +117,9 @@ def _source_ok(value: Any) -> bool:
 
 
 def safe_relative(name: Any) -> bool:
-    """Whether ``name`` is a plain relative path inside the folder: no ``..``, no absolute
-    path, no empty or ``.`` parts, no backslashes or control characters, not the manifest."""
-    if not isinstance(name, str) or not 0 < len(name) <= 4096 or name == MANIFEST:
-        return False
-    if "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        return False
-    parts = name.split("/")
-    return not PurePosixPath(name).is_absolute() and all(p not in ("", ".", "..") for p in parts)
+    """Whether ``name`` is a plain relative path inside the folder (``plain_relative``), not
+    the manifest."""
+    return name != MANIFEST and plain_relative(name)
 
 
 def header_sources(text: bytes) -> tuple[str, ...] | None:
