@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import zlib
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -166,5 +167,71 @@ class _Nodes:
 
 def dump_json(data: Any) -> str:
     """Serialise ``data`` as JSON deterministically (sorted keys; JSON has no comments, so
-    the generated-file note lives inside the data)."""
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    the generated-file note lives inside the data): the bytes of ``json.dumps(data,
+    indent=2, sort_keys=True, ensure_ascii=False)``.
+
+    Why not that call itself: with ``indent`` the standard library has no C encoder, and a
+    fleet's dashboards take longer to encode that way than everything else they cost; a
+    direct walk over plain JSON data (the strings still escaped by the C function) takes
+    half the time. Data of any other shape goes to ``json.dumps``.
+    """
+    out: list[str] = []
+    try:
+        _json_into(out, data, "\n")
+    except _NotPlainJSON:
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    out.append("\n")
+    return "".join(out)
+
+
+class _NotPlainJSON(Exception):
+    """A value ``_json_into`` leaves to ``json.dumps`` (a tuple, a non-string key, …)."""
+
+
+_ESCAPE = json.encoder.encode_basestring  # ensure_ascii=False's escaping (C when built)
+
+
+def _json_into(out: list[str], value: Any, newline: str) -> None:
+    """``value`` as ``json.dumps(indent=2, sort_keys=True, ensure_ascii=False)`` writes it,
+    ``newline`` being the line break plus the current indentation."""
+    kind = type(value)
+    if kind is str:
+        out.append(_ESCAPE(value))
+    elif kind is dict:
+        _json_object(out, value, newline)
+    elif kind is list:
+        _json_array(out, value, newline)
+    elif value is True or value is False or value is None:
+        out.append("true" if value is True else "false" if value is False else "null")
+    elif kind is int or (kind is float and math.isfinite(value)):
+        out.append(repr(value))
+    else:
+        raise _NotPlainJSON
+
+
+def _json_object(out: list[str], value: dict[Any, Any], newline: str) -> None:
+    if not value:
+        out.append("{}")
+        return
+    if not all(type(key) is str for key in value):
+        raise _NotPlainJSON
+    inner = newline + "  "
+    lead = "{" + inner
+    for key in sorted(value):
+        out.append(lead + _ESCAPE(key) + ": ")
+        _json_into(out, value[key], inner)
+        lead = "," + inner
+    out.append(newline + "}")
+
+
+def _json_array(out: list[str], value: list[Any], newline: str) -> None:
+    if not value:
+        out.append("[]")
+        return
+    inner = newline + "  "
+    lead = "[" + inner
+    for item in value:
+        out.append(lead)
+        _json_into(out, item, inner)
+        lead = "," + inner
+    out.append(newline + "]")
