@@ -47,7 +47,7 @@ from rulegen.slo.model import ResolvedSLO
 from rulegen.slo.rules import slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
-from rulegen.source.loader import Origin
+from rulegen.source.loader import Origin, read_capped
 from rulegen.spec.models import TargetSettings
 from rulegen.testruns import shared_runs
 from rulegen.validate import promtool, vmalert
@@ -254,9 +254,9 @@ def _cache_key(
     targets: Sequence[str],
 ) -> str | None:
     """The render cache's key of one spec, or ``None`` when an input cannot be read."""
-    try:
-        own = path.read_bytes()
-        others = [(_source_name(p, root), p.read_bytes()) for p in extends]
+    try:  # read as the loader reads them: capped, so a FIFO named as a spec never hangs here
+        own = read_capped(path)
+        others = [(_source_name(p, root), read_capped(p)) for p in extends]
     except OSError:
         return None
     source = f"{spec.source}\0{_header_source(spec.source, root)}"
