@@ -27,31 +27,15 @@ from support.prometheus import (
     recording_levels,
     running,
 )
-from support.slo_gap import BURST, DAY, END, GAP, HOUR, OWN, PER_MINUTE, STEP, T0
+from support.slo_gap import BURST, DAY, END, GAP, HOUR, OWN, PER_MINUTE, SPEC, STEP, T0
 
 from rulegen.slo.coverage import term_counts
 from rulegen.slo.windows import plan_windows
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
-# The timeline (support/slo_gap.py); this test's burst has 10% errors.
+# The timeline and the SLO (support/slo_gap.py); this test's burst has 10% errors.
 WINDOWS = tuple(Decimal(w) for w in (300, 1800, 3600, 6 * 3600, DAY))  # the SLO's
-SPEC = """
-    version: 1
-    service: shop
-    evaluation_interval: 1m
-    slos:
-      - name: checkout
-        objective: 99%
-        window: 1d
-        sli:
-          ratio:
-            errors: 'http_requests_total{code=~"5.."}'
-            total: 'http_requests_total'
-        tiers:
-          - {long: 1h, short: 5m, budget: 2%, alert: page}
-          - {long: 6h, short: 30m, budget: 5%, alert: page}
-    """
 
 
 def _counters() -> list[tuple[str, list[tuple[int, float]]]]:

@@ -29,29 +29,13 @@ from support.prometheus import (
     openmetrics,
     recording_levels,
 )
-from support.slo_gap import BURST, DAY, END, GAP, HOUR, OWN, PER_MINUTE, STEP, T0
+from support.slo_gap import BURST, DAY, END, GAP, HOUR, OWN, PER_MINUTE, SPEC, STEP, T0
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
-# The timeline (support/slo_gap.py); this test's burst has 20% errors. The server takes
+# The timeline and the SLO (support/slo_gap.py); this test's burst has 20% errors. The server takes
 # writes (support.prometheus WRITABLE, STORAGE: the history is from 2023, the out-of-order
 # window reaches back to it from today).
-SPEC = """
-    version: 1
-    service: shop
-    evaluation_interval: 1m
-    slos:
-      - name: checkout
-        objective: 99%
-        window: 1d
-        sli:
-          ratio:
-            errors: 'http_requests_total{code=~"5.."}'
-            total: 'http_requests_total'
-        tiers:
-          - {long: 1h, short: 5m, budget: 2%, alert: page}
-          - {long: 6h, short: 30m, budget: 5%, alert: page}
-    """
 
 
 def _counters(
