@@ -30,12 +30,25 @@ def find_tool(name: str, hint: str) -> str:
     return found
 
 
+# Go's collector target for the tools rulegen starts (all Go programs), unless ``$GOGC`` says
+# otherwise: collecting at 5x the live heap instead of 2x spares ``promtool test rules`` a
+# sixth to a quarter of its CPU (measured on the example's SLO tests, docs/dev/performance.md)
+# for about 100 MB more; what the tools compute is the same.
+GO_GC_PERCENT = "400"
+
+
+def tool_environment() -> dict[str, str]:
+    """The environment a tool runs in: ours, with ``GOGC`` defaulted (see ``GO_GC_PERCENT``)."""
+    return {"GOGC": GO_GC_PERCENT, **os.environ}
+
+
 def run_tool(argv: Sequence[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess[str]:
     """Run a tool to completion, or stop it after ``timeout`` seconds and say which call."""
     try:
         return subprocess.run(
-            list(argv), cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout
-        )
+            list(argv), cwd=cwd, capture_output=True, text=True, check=False,
+            timeout=timeout, env=tool_environment(),
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         message = f"{' '.join(argv[:3])} did not finish in {timeout}s (stopped)"
         timed_out = Diagnostic("", 0, 0, FieldPath(), message, codes.TOOL_TIMEOUT)
