@@ -80,50 +80,92 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# Catalogs loaded in this process, by fingerprint: a process that builds many times (a test
+# suite, a fleet's diff of two versions) parses and validates each definition once, and gets
+# the same object, so the spec model built for it (``spec_model``) is reused too.
+_LOADED: dict[str, Catalog] = {}
+_LOADED_MAX = 8
+
+
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
     """Load built-in signals, then every ``*.yaml``/``*.yml`` of ``extra_dirs``."""
+    sources = [*_builtin_sources(), *_own_sources(extra_dirs)]
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.fingerprint_part)
+    fingerprint = digest.hexdigest()
+    if fingerprint in _LOADED:
+        return _LOADED[fingerprint]
     signals: dict[str, SignalDef] = {}
     diagnostics: list[Diagnostic] = []
-    digest = hashlib.sha256()
+    for source in sources:
+        _add(signals, diagnostics, source)
+    if diagnostics:
+        raise SpecError(diagnostics)
+    if len(_LOADED) >= _LOADED_MAX:
+        del _LOADED[next(iter(_LOADED))]
+    _LOADED[fingerprint] = catalog = Catalog(signals, fingerprint)
+    return catalog
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One definition file as read (once: what is hashed is what is parsed): its text, or
+    why it cannot be read; ``own`` for a team's file, whose templates are tried first."""
+
+    display: str
+    text: str  # "" when ``problem`` says why it cannot be read
+    problem: Diagnostic | None
+    fingerprint_part: bytes
+    own: bool
+
+
+def _builtin_sources() -> list[_Source]:
     builtin = resources.files("rulegen.catalog").joinpath("signals")
+    sources = []
     for entry in sorted(builtin.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
             text = entry.read_text("utf-8")
-            digest.update(f"<builtin>/{entry.name}\0{text}\0".encode())
-            _add(signals, diagnostics, text, f"<builtin>/{entry.name}", None)
+            part = f"<builtin>/{entry.name}\0{text}\0".encode()
+            sources.append(_Source(f"<builtin>/{entry.name}", text, None, part, own=False))
+    return sources
+
+
+def _own_sources(extra_dirs: Iterable[Path]) -> list[_Source]:
+    from rulegen.source.loader import LoadError, decode_source, read_raw
+
+    sources = []
     for index, folder in enumerate(extra_dirs):
         for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
-            _add(signals, diagnostics, None, str(path), path)
-            digest.update(f"{index}/{path.name}\0".encode() + _bytes_of(path) + b"\0")
-    if diagnostics:
-        raise SpecError(diagnostics)
-    return Catalog(signals, digest.hexdigest())
+            display, head = str(path), f"{index}/{path.name}\0".encode()
+            try:
+                raw = read_raw(path, display)
+            except LoadError as exc:
+                part = head + b"\0unreadable\0"
+                sources.append(_Source(display, "", exc.diagnostic, part, own=True))
+                continue
+            try:
+                text, problem = decode_source(raw, display), None
+            except LoadError as exc:
+                text, problem = "", exc.diagnostic
+            sources.append(_Source(display, text, problem, head + raw + b"\0", own=True))
+    return sources
 
 
-def _bytes_of(path: Path) -> bytes:
-    """A definition's bytes for the fingerprint (one ``_add`` has already read or refused)."""
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b"\0unreadable"
-
-
-def _add(
-    signals: dict[str, SignalDef],
-    diagnostics: list[Diagnostic],
-    text: str | None,
-    display: str,
-    path: Path | None,
-) -> None:
+def _add(signals: dict[str, SignalDef], diagnostics: list[Diagnostic], source: _Source) -> None:
     from pydantic import ValidationError
 
     from rulegen.catalog.definition import SignalDef
     from rulegen.catalog.trial import trial
-    from rulegen.source.loader import LoadError, load_file, load_text
+    from rulegen.source.loader import LoadError, load_text
     from rulegen.source.locate import pydantic_diagnostics
 
+    if source.problem is not None:
+        diagnostics.append(source.problem)
+        return
+    display = source.display
     try:
-        doc = load_file(path, display) if path is not None else load_text(text or "", display)
+        doc = load_text(source.text, display)
     except LoadError as exc:
         diagnostics.append(exc.diagnostic)
         return
@@ -135,7 +177,7 @@ def _add(
     except ValidationError as exc:
         diagnostics.extend(pydantic_diagnostics(exc, doc.positions, doc.data, SignalDef))
         return
-    if path is not None:  # a team's own signal: its templates must finish (built-ins do)
+    if source.own:  # a team's own signal: its templates must finish (built-ins do)
         runaway = trial(signal, doc.positions)
         if runaway:
             diagnostics.extend(runaway)

@@ -183,12 +183,16 @@ def read_capped(path: Path) -> bytes:
 
 def read_source(path: Path, display: str) -> str:
     """The text of a user's YAML file: at most ``MAX_BYTES``, UTF-8; else ``LoadError``."""
+    return decode_source(read_raw(path, display), display)
+
+
+def read_raw(path: Path, display: str) -> bytes:
+    """``read_capped``, with a failure to read as ``LoadError`` (the file named)."""
     try:
-        raw = read_capped(path)
+        return read_capped(path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise LoadError(_whole(display, f"cannot read file: {reason}")) from None
-    return decode_source(raw, display)
 
 
 def decode_source(raw: bytes, display: str) -> str:
