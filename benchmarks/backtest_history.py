@@ -66,7 +66,7 @@ from rulegen.build import build
 from rulegen.catalog import load_catalog
 from rulegen.generated import AlertRule, RuleGroup
 from rulegen.load import discover
-from rulegen.promapi import PrometheusAPI
+from rulegen.promapi.client import PrometheusAPI
 from rulegen.render.prometheus import condition_promql
 
 # The real-Prometheus harness is the tests' (tests/support/prometheus.py), not rulegen's.

@@ -28,10 +28,10 @@ import pytest
 from conftest import CliResult, run_rulegen, write_tree
 from support.prometheus import free_port
 
-from rulegen import promapi
 from rulegen.backtest.query import grid, grid_size
 from rulegen.backtest.session import query_points, query_times
 from rulegen.backtest.targets import Target
+from rulegen.promapi import client as promapi
 
 HOST = "127.0.0.1"
 DEADLINE = 1  # --timeout of every case, seconds

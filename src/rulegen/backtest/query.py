@@ -14,7 +14,7 @@ from decimal import Decimal
 from rulegen import promql
 from rulegen.backtest import PARALLEL, TIMEOUT
 from rulegen.backtest.replay import Labels
-from rulegen.promapi import PrometheusAPI, Series
+from rulegen.promapi.client import PrometheusAPI, Series
 
 MAX_POINTS = 11_000  # the query API's limit of points per series
 Samples = dict[Labels, dict[int, float]]

@@ -37,7 +37,7 @@ from rulegen.backtest.syntax import Unsupported, parse
 from rulegen.backtest.targets import Report, Target, deployable, recordings, targets
 from rulegen.build import BuildResult
 from rulegen.errors import UsageError
-from rulegen.promapi import QueryRejected
+from rulegen.promapi.client import QueryRejected
 from rulegen.render.prometheus import quantity_promql
 
 

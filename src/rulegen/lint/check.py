@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from rulegen import units
 from rulegen.errors import FieldPath, Severity
-from rulegen.promapi import PrometheusAPI
 
 if TYPE_CHECKING:  # types only: ``lint --help`` reads ``TIMEOUT`` without loading the specs
+    from rulegen.promapi.client import PrometheusAPI
     from rulegen.service import ResolvedSpec
     from rulegen.source.fields import Collector
     from rulegen.source.loader import Positions, Where
@@ -55,7 +55,9 @@ class Server:
     """The Prometheus that online checks ask, and the answers several checks share."""
 
     def __init__(self, url: str, timeout: float = TIMEOUT) -> None:
-        self.api = PrometheusAPI(url, timeout=timeout, ask_less=ASK_LESS)
+        from rulegen.promapi.client import PrometheusAPI  # the network modules: online only
+
+        self.api: PrometheusAPI = PrometheusAPI(url, timeout=timeout, ask_less=ASK_LESS)
         self.now = time.time()
         self.seen: dict[str, bool] = {}  # selector → whether a series matched in the last day
 

@@ -21,7 +21,7 @@ from rulegen.promapi import timeout_arg
 
 if TYPE_CHECKING:
     from rulegen.catalog import Catalog
-    from rulegen.promapi import PrometheusAPI
+    from rulegen.promapi.client import PrometheusAPI
     from rulegen.repair.model import Repair, SLOGroup
 
 TIMEOUT = 120.0
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     from rulegen.backtest.report import rfc3339
     from rulegen.build import build
     from rulegen.load import discover
-    from rulegen.promapi import PrometheusAPI
+    from rulegen.promapi.client import PrometheusAPI
     from rulegen.repair.plan import slo_group
     from rulegen.repair.write import apply, check_server
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from rulegen.generated import RecordingRule
-from rulegen.promapi import PrometheusAPI
+from rulegen.promapi.client import PrometheusAPI
 from rulegen.repair.plan import grid, seconds
 from rulegen.repair.remote import STALE_NAN
 

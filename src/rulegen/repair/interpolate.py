@@ -16,7 +16,7 @@ import promql_parser
 
 from rulegen.backtest.syntax import Node, duration_ms, parse, selector_text, to_text
 from rulegen.generated import RecordingRule
-from rulegen.promapi import PrometheusAPI
+from rulegen.promapi.client import PrometheusAPI
 from rulegen.repair.model import Hole, RawGap, SLOGroup
 from rulegen.repair.plan import grid, seconds
 

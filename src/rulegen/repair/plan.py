@@ -15,7 +15,7 @@ from rulegen import promql, units
 from rulegen.backtest.report import rfc3339
 from rulegen.errors import UsageError
 from rulegen.generated import RecordingRule, SLOOutput
-from rulegen.promapi import PrometheusAPI
+from rulegen.promapi.client import PrometheusAPI
 from rulegen.repair.model import Hole, Repair, SLOGroup
 from rulegen.slo.rules import TERMS, TOTAL
 

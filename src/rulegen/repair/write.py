@@ -14,7 +14,7 @@ from __future__ import annotations
 from rulegen.backtest.report import rfc3339
 from rulegen.errors import UsageError
 from rulegen.generated import RecordingRule
-from rulegen.promapi import PostRefused, PrometheusAPI
+from rulegen.promapi.client import PostRefused, PrometheusAPI
 from rulegen.repair.compute import Bridge, evaluate
 from rulegen.repair.interpolate import bridged, reads_raw
 from rulegen.repair.model import RawGap, Repair, SLOGroup

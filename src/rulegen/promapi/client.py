@@ -24,7 +24,6 @@ the deadline. No ``Accept-Encoding`` is sent, so what is counted is what is pars
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import http.client
@@ -43,11 +42,8 @@ from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from rulegen import units
 from rulegen.errors import UsageError
+from rulegen.promapi import MAX_BYTES
 
-MAX_BYTES = 64 * 1024 * 1024
-"""The largest answer read from the server, per request."""
-MAX_TIMEOUT = 86_400.0
-"""The longest ``--timeout`` accepted (a day)."""
 SHOWN_CHARS = 200
 """How much of an error body a message shows (escaped)."""
 MAX_TIMESTAMP = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last second a datetime holds
@@ -109,19 +105,6 @@ def redact(url: str) -> str:
     if at >= 0:
         rest = rest[at + 1 :]
     return shown(scheme + sep + rest, 500)
-
-
-def timeout_arg(text: str) -> float:
-    """An argparse ``type``: ``--timeout SECONDS``, a number above 0 and at most a day."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (0 < seconds <= MAX_TIMEOUT):
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds above 0 and at most {MAX_TIMEOUT:g}, not {text!r}"
-        )
-    return seconds
 
 
 def _size(count: int) -> str:
