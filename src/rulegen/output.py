@@ -62,11 +62,29 @@ _YAML_BREAKS = re.compile("[\x85\u2028\u2029\r]")
 
 
 def _str(_dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = _STYLES.get(value, _UNKNOWN)
+    if style is _UNKNOWN:
+        if len(_STYLES) > 200_000:
+            _STYLES.clear()
+        style = _STYLES[value] = _style(value)
+    return yaml.ScalarNode("tag:yaml.org,2002:str", value, style=style)
+
+
+def _style(value: str) -> str | None:
+    """Double quotes for a string with a character YAML reads as a line break, a literal
+    block for other multi-line strings (none has trailing spaces: a block would drop them),
+    else PyYAML's choice."""
     if _YAML_BREAKS.search(value):
-        return yaml.ScalarNode("tag:yaml.org,2002:str", value, style='"')
+        return '"'
     if "\n" in value and not any(line != line.rstrip() for line in value.splitlines()):
-        return yaml.ScalarNode("tag:yaml.org,2002:str", value, style="|")
-    return yaml.ScalarNode("tag:yaml.org,2002:str", value)
+        return "|"
+    return None
+
+
+# Each string's style, remembered: generated files repeat the same keys, label values and
+# expressions thousands of times, and the checks above read the whole string.
+_UNKNOWN = "?"
+_STYLES: dict[str, str | None] = {}
 
 
 _BlockDumper.add_representer(str, _str)
