@@ -50,6 +50,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ import yaml
 from build_scale import REPO, dump_floor, fleet, rules_only
 
 from rulegen.catalog import load_catalog
+from rulegen.units import parse_duration
+from rulegen.validate.tools import tool_environment
 
 _SCRIPT = Path(sys.executable).with_name("rulegen")
 # The console script a user runs (start-up as they see it), else the module.
@@ -107,10 +110,10 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(argv: list[str], cwd: Path) -> Run:
+def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     """Run ``argv`` in ``cwd`` to completion, output captured (not a TTY: no progress)."""
     cpu, start = _children_cpu(), time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - start
     return Run(wall, _children_cpu() - cpu, proc.returncode, proc.stdout + proc.stderr)
 
@@ -192,8 +195,8 @@ def cold_build(tmp: Path) -> list[Figure]:
     floor = [promtool_test(floor_test(t, root / "floor"), root / "floor") for t in tests]
     floor_wall, floor_cpu = sum(r.wall for r in floor), sum(r.cpu for r in floor)
     details = [
-        f"promtool test rules tests/{t.name}: {r.wall:.2f} s wall, {r.cpu:.2f} s CPU"
-        + (f" ({r.failure()})" if r.failure() else "")
+        f"promtool test rules tests/{t.name}: {r.wall:.2f} s wall, {r.cpu:.2f} s CPU, "
+        f"{evaluation_steps(t):,} evaluation steps" + (f" ({r.failure()})" if r.failure() else "")
         for t, r in per_file
     ]
     details.append(
@@ -219,8 +222,21 @@ def built_output(root: Path) -> Path:
 
 
 def promtool_test(test: Path, cwd: Path) -> Run:
-    """``promtool test rules FILE`` alone, in ``cwd``."""
-    return run([PROMTOOL, "test", "rules", str(test.relative_to(cwd))], cwd)
+    """``promtool test rules FILE`` alone, in ``cwd``, in the environment rulegen gives it."""
+    return run([PROMTOOL, "test", "rules", str(test.relative_to(cwd))], cwd, tool_environment())
+
+
+def evaluation_steps(test: Path) -> int:
+    """How many times promtool evaluates every rule of the file's rule files: per test
+    group, from 0 to its last ``eval_time`` at the file's ``evaluation_interval``."""
+    source = yaml.safe_load(test.read_text())
+    interval = parse_duration(str(source.get("evaluation_interval", "1m")))
+    steps = 0
+    for case in source.get("tests") or []:
+        checks = [*(case.get("alert_rule_test") or []), *(case.get("promql_expr_test") or [])]
+        last = max((parse_duration(str(c["eval_time"])) for c in checks), default=Decimal(0))
+        steps += int(last / interval) + 1
+    return steps
 
 
 def floor_test(test: Path, folder: Path) -> Path:
