@@ -154,14 +154,18 @@ class _Model:
         self.hosts = _HOSTS[diagnosis.kind]
         self.evidence = {e.quantity: e for e in diagnosis.evidence}
         # A drop in throughput starts once the baseline holds only settled samples.
-        baseline = Fraction(diagnosis.baseline_seconds)
-        self.drop = _ceil(baseline + self.window, scrape) if "throughput" in self.evidence else 0
+        self.baseline = Fraction(diagnosis.baseline_seconds)
+        self.drop = (
+            _ceil(self.baseline + self.window, scrape) if "throughput" in self.evidence else 0
+        )
         self.ttft = self._ttft_values()
         # GPUs stay busy until every rate window is full: before that a busy disk or NIC
         # still reads low and would look "fine".
         self.gpu_on = _ceil(self.window, scrape)
         self._prefix: dict[str, list[tuple[Fraction, int]]] = {}
-        self._rates: dict[tuple[str, Fraction], Fraction | None] = {}
+        # (keyed by the exact time's numerator and denominator: hashing a Fraction costs more)
+        self._rates: dict[tuple[str, int, int], Fraction | None] = {}
+        self._targets: dict[tuple[Quantity, str], Fraction] = {}
         # exact thresholds, converted once: the timeline compares against them every step
         self._threshold = {e.quantity: Fraction(e.threshold) for e in diagnosis.evidence}
 
@@ -182,7 +186,14 @@ class _Model:
         }
 
     def target(self, item: Evidence, state: str) -> Fraction:
-        """The settled value of a quantity in a host's state."""
+        """The settled value of a quantity in a host's state (remembered: the timeline asks
+        for it at every evaluation of every host)."""
+        key = (item.quantity, state)
+        if key not in self._targets:
+            self._targets[key] = self._target(item, state)
+        return self._targets[key]
+
+    def _target(self, item: Evidence, state: str) -> Fraction:
         threshold = self._threshold[item.quantity]
         if state == "idle":
             return Fraction(0)
@@ -223,7 +234,7 @@ class _Model:
     def tokens_rate(self, host: _Host, t: Fraction) -> Fraction | None:
         """The recorded generation rate at ``t`` (remembered: the baseline's mean and the
         current reading ask for the same evaluations again and again)."""
-        key = (host.name, t)
+        key = (host.name, t.numerator, t.denominator)
         if key not in self._rates:
             self._rates[key] = self._tokens_rate(host, t)
         return self._rates[key]
@@ -251,8 +262,7 @@ class _Model:
         """The recording now over its mean in [t - window - baseline, t - window], as
         ``avg_over_time`` reads the recorded samples (closed range)."""
         current = self.tokens_rate(host, t)
-        baseline = Fraction(self.d.baseline_seconds)
-        start, end = t - self.window - baseline, t - self.window
+        start, end = t - self.window - self.baseline, t - self.window
         if current is None or end < 0:
             return None
         first = max(0, int(-(-start // self.eval)))
