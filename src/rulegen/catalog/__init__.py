@@ -7,6 +7,7 @@ team adds one in ``signals/`` without forking rulegen.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -85,6 +86,7 @@ def __getattr__(name: str) -> Any:
 # the same object, so the spec model built for it (``spec_model``) is reused too.
 _LOADED: dict[str, Catalog] = {}
 _LOADED_MAX = 8
+_LOADED_LOCK = threading.Lock()  # builds may run in threads of one process (the tests do)
 
 
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
@@ -94,18 +96,21 @@ def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
     for source in sources:
         digest.update(source.fingerprint_part)
     fingerprint = digest.hexdigest()
-    if fingerprint in _LOADED:
-        return _LOADED[fingerprint]
+    with _LOADED_LOCK:
+        known = _LOADED.get(fingerprint)
+    if known is not None:
+        return known
     signals: dict[str, SignalDef] = {}
     diagnostics: list[Diagnostic] = []
     for source in sources:
         _add(signals, diagnostics, source)
     if diagnostics:
         raise SpecError(diagnostics)
-    if len(_LOADED) >= _LOADED_MAX:
-        del _LOADED[next(iter(_LOADED))]
-    _LOADED[fingerprint] = catalog = Catalog(signals, fingerprint)
-    return catalog
+    catalog = Catalog(signals, fingerprint)
+    with _LOADED_LOCK:
+        if len(_LOADED) >= _LOADED_MAX:
+            del _LOADED[next(iter(_LOADED))]
+        return _LOADED.setdefault(fingerprint, catalog)
 
 
 @dataclass(frozen=True)
