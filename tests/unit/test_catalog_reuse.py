@@ -60,3 +60,20 @@ def test_a_new_file_in_the_folder_is_seen(tmp_path: Path) -> None:
         load_catalog([tmp_path])
     (tmp_path / "more.yml").unlink()
     assert load_catalog([tmp_path]) is first
+
+
+def test_the_same_bytes_in_another_folder_keep_their_own_file_names(tmp_path: Path) -> None:
+    """A definition names its file in messages: equal bytes elsewhere are not the same
+    catalog, though its fingerprint (what the render cache keys on) is the same."""
+    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    _own_signal(first_dir, "Same")
+    _own_signal(second_dir, "Same")
+    first, second = load_catalog([first_dir]), load_catalog([second_dir])
+    assert first.fingerprint == second.fingerprint
+    assert first.signals["own_iowait"].source == str(first_dir / "own.yaml")
+    assert second.signals["own_iowait"].source == str(second_dir / "own.yaml")
+    # the built-in definitions and the spec model are the same objects all the same
+    assert first.signals["cpu_iowait"] is second.signals["cpu_iowait"]
+    assert spec_model(first) is spec_model(second)

@@ -19,6 +19,7 @@ from rulegen.errors import Diagnostic, SpecError
 
 if TYPE_CHECKING:
     from rulegen.catalog.definition import SignalDef
+    from rulegen.source.loader import Positions
 
 FAMILIES = ("node", "vllm", "dcgm", "grpc", "smartctl", "weights")
 # How a family's metric names start, for a metric no signal names (an SLI's counters).
@@ -81,10 +82,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# Catalogs loaded in this process, by fingerprint: a process that builds many times (a test
-# suite, a fleet's diff of two versions) parses and validates each definition once, and gets
-# the same object, so the spec model built for it (``spec_model``) is reused too.
-_LOADED: dict[str, Catalog] = {}
+# Catalogs loaded in this process, by fingerprint and the files' names as shown (a definition
+# knows its file, for messages; the fingerprint leaves the folder out): a process that builds
+# many times (a test suite, a fleet's diff of two versions) parses and validates each
+# definition once, and gets the same object, so the spec model built for it (``spec_model``)
+# is reused too.
+_LOADED: dict[tuple[str, tuple[str, ...]], Catalog] = {}
 _LOADED_MAX = 8
 _LOADED_LOCK = threading.Lock()  # builds may run in threads of one process (the tests do)
 
@@ -96,21 +99,22 @@ def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
     for source in sources:
         digest.update(source.fingerprint_part)
     fingerprint = digest.hexdigest()
+    key = (fingerprint, tuple(source.display for source in sources))
     with _LOADED_LOCK:
-        known = _LOADED.get(fingerprint)
+        known = _LOADED.get(key)
     if known is not None:
         return known
     signals: dict[str, SignalDef] = {}
     diagnostics: list[Diagnostic] = []
     for source in sources:
-        _add(signals, diagnostics, source)
+        _add(signals, diagnostics, _definition(source, diagnostics))
     if diagnostics:
         raise SpecError(diagnostics)
     catalog = Catalog(signals, fingerprint)
     with _LOADED_LOCK:
         if len(_LOADED) >= _LOADED_MAX:
             del _LOADED[next(iter(_LOADED))]
-        return _LOADED.setdefault(fingerprint, catalog)
+        return _LOADED.setdefault(key, catalog)
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,38 @@ def _own_sources(extra_dirs: Iterable[Path]) -> list[_Source]:
     return sources
 
 
-def _add(signals: dict[str, SignalDef], diagnostics: list[Diagnostic], source: _Source) -> None:
+# Each definition as parsed, validated and tried, by its file's name as shown and bytes: the
+# built-in ones, read by every catalog of a process, are made once (a team's file again when
+# it moves: a definition names its file). A file with problems is never remembered.
+_DEFINITIONS: dict[tuple[str, bytes], tuple[SignalDef, Positions]] = {}
+_DEFINITIONS_MAX = 1024
+
+
+def _definition(
+    source: _Source, diagnostics: list[Diagnostic]
+) -> tuple[SignalDef, Positions] | None:
+    """``source``'s signal and the positions of its file, or ``None`` with its problems
+    added to ``diagnostics``."""
+    if source.problem is not None:
+        diagnostics.append(source.problem)
+        return None
+    key = (source.display, hashlib.sha256(source.fingerprint_part).digest())
+    with _LOADED_LOCK:
+        known = _DEFINITIONS.get(key)
+    if known is not None:
+        return known
+    made = _make_definition(source, diagnostics)
+    if made is not None:
+        with _LOADED_LOCK:
+            if len(_DEFINITIONS) >= _DEFINITIONS_MAX:
+                _DEFINITIONS.clear()
+            _DEFINITIONS[key] = made
+    return made
+
+
+def _make_definition(
+    source: _Source, diagnostics: list[Diagnostic]
+) -> tuple[SignalDef, Positions] | None:
     from pydantic import ValidationError
 
     from rulegen.catalog.definition import SignalDef
@@ -165,34 +200,41 @@ def _add(signals: dict[str, SignalDef], diagnostics: list[Diagnostic], source: _
     from rulegen.source.loader import LoadError, load_text
     from rulegen.source.locate import pydantic_diagnostics
 
-    if source.problem is not None:
-        diagnostics.append(source.problem)
-        return
     display = source.display
     try:
         doc = load_text(source.text, display)
     except LoadError as exc:
         diagnostics.append(exc.diagnostic)
-        return
+        return None
     if not isinstance(doc.data, dict):
         diagnostics.append(doc.positions.diag((), "a signal definition must be a mapping"))
-        return
+        return None
     try:
         signal = SignalDef.model_validate({**doc.data, "source": display})
     except ValidationError as exc:
         diagnostics.extend(pydantic_diagnostics(exc, doc.positions, doc.data, SignalDef))
-        return
+        return None
     if source.own:  # a team's own signal: its templates must finish (built-ins do)
         runaway = trial(signal, doc.positions)
         if runaway:
             diagnostics.extend(runaway)
-            return
+            return None
+    return signal, doc.positions
+
+
+def _add(
+    signals: dict[str, SignalDef],
+    diagnostics: list[Diagnostic],
+    made: tuple[SignalDef, Positions] | None,
+) -> None:
+    """Add a made definition, unless its name is taken (a diagnostic at its ``signal:``)."""
+    if made is None:
+        return
+    signal, positions = made
     if signal.signal in signals or signal.signal == "custom":
         where = signals[signal.signal].source if signal.signal in signals else "built-in"
         diagnostics.append(
-            doc.positions.diag(
-                ("signal",), f"signal {signal.signal!r} is already defined ({where})"
-            )
+            positions.diag(("signal",), f"signal {signal.signal!r} is already defined ({where})")
         )
         return
     signals[signal.signal] = signal

@@ -240,12 +240,21 @@ class SpecModel(SpecBase):
 
 
 _MODELS: weakref.WeakKeyDictionary[Catalog, type[SpecModel]] = weakref.WeakKeyDictionary()
+# By the catalog's fingerprint too: the model is made of the definitions' content only, and
+# catalogs of equal definitions (the same signals folder copied elsewhere) share it.
+_MODELS_BY_FINGERPRINT: dict[str, type[SpecModel]] = {}
+_MODELS_MAX = 16
 
 
 def spec_model(catalog: Catalog) -> type[SpecModel]:
     """The spec model for this catalog: ``alerts`` is a union tagged by ``signal``."""
     if catalog not in _MODELS:
-        _MODELS[catalog] = _build_model(catalog)
+        model = _MODELS_BY_FINGERPRINT.get(catalog.fingerprint) if catalog.fingerprint else None
+        _MODELS[catalog] = model or _build_model(catalog)
+        if catalog.fingerprint:
+            if len(_MODELS_BY_FINGERPRINT) >= _MODELS_MAX:
+                _MODELS_BY_FINGERPRINT.clear()
+            _MODELS_BY_FINGERPRINT[catalog.fingerprint] = _MODELS[catalog]
     return _MODELS[catalog]
 
 
