@@ -6,8 +6,28 @@ BIN    := $(VENV)/bin
 # one process); each runs whole test files, shared out by cost (tests/support/shards.py)
 JOBS      ?= 2
 FAST_JOBS ?= $(JOBS)
+# The tool stacks the suite runs on (docs/compatibility.md): the current one, Debian testing's
+# Prometheus 3.5 LTS / Alertmanager 0.33 / VictoriaMetrics 1.145, fetched by .ci/fetch-stack
+# into .tools/forky (never installed over the system's), first on PATH for `make build` and
+# `make test-current`; and the system's (Debian bookworm: Prometheus 2.42), for `make
+# test-bookworm`, with the specs the tests write declaring prometheus.version 2.42.
+STACK     ?= forky
+STACK_BIN := $(CURDIR)/.tools/$(STACK)/root/usr/bin
+CURRENT   := PATH="$(STACK_BIN):$$PATH" RULEGEN_TEST_STACK=$(STACK)
+BOOKWORM  := RULEGEN_TEST_STACK=system RULEGEN_TEST_PROMETHEUS=2.42
+# What the 2.x run proves again: every generated test's timing and mutation suite under closed
+# ranges, the hand-written signal tests, the real servers (Prometheus, Alertmanager,
+# VictoriaMetrics), the version checks. (The example's own build, the golden files and the
+# committed rules/ declare 3.5: the 3.5 run checks them.)
+BOOKWORM_TESTS := tests/alerts/test_generated_tests_catch_mutations.py \
+  tests/alerts/test_signals_promtool.py tests/diagnosis/test_diagnosis_tests_catch_mutations.py \
+  tests/slo/test_slo_tests_catch_mutations.py tests/slo/test_slo_fallbacks_catch_mutations.py \
+  tests/slo/test_slo_promtool.py tests/slo/test_slo_gaps_prometheus.py \
+  tests/slo/test_slo_repair_prometheus.py tests/backtest tests/routing tests/targets \
+  tests/cli/test_prometheus_version.py tests/cli/test_junit.py tests/importer/test_import_roundtrip.py
 
-# pytest in $(1) processes side by side (--shard i/$(1)) with the arguments $(2): the first
+# pytest in $(1) processes side by side (--shard i/$(1)) with the arguments $(2), in the
+# environment $(3) (a tool stack's PATH and variables): the first
 # prints as it goes, the others' output follows. First the package is compiled to bytecode
 # once (PYTHONDONTWRITEBYTECODE=1 environments otherwise compile it in every `rulegen`
 # process the tests start; nothing is done when it is up to date).
@@ -17,15 +37,15 @@ define run_shards
 	trap 'kill $$pids 2>/dev/null; exit 130' INT TERM; \
 	for i in $$(seq 2 $(1)); do \
 	  log=$$(mktemp); logs="$$logs $$log"; \
-	  $(BIN)/pytest -q $(2) --shard $$i/$(1) >$$log 2>&1 & pids="$$pids $$!"; \
+	  $(3) $(BIN)/pytest -q $(2) --shard $$i/$(1) >$$log 2>&1 & pids="$$pids $$!"; \
 	done; \
-	$(BIN)/pytest -q $(2) --shard 1/$(1) || status=1; \
+	$(3) $(BIN)/pytest -q $(2) --shard 1/$(1) || status=1; \
 	for pid in $$pids; do wait $$pid || status=1; done; \
 	for log in $$logs; do cat $$log; rm -f $$log; done; \
 	exit $$status
 endef
 
-.PHONY: help install build check test test-fast lint fmt typecheck update-golden check-rules schema ci
+.PHONY: help install tools build check test test-current test-bookworm test-fast lint fmt typecheck update-golden check-rules schema ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -38,14 +58,24 @@ $(BIN)/rulegen: pyproject.toml
 
 install: $(BIN)/rulegen ## create the venv and install rulegen with its dev tools
 
-build: install ## build specs/ into rules/ (render + promtool check + promtool test)
-	$(BIN)/rulegen build
+tools: .tools/$(STACK)/env ## fetch the Prometheus 3.5 LTS tool stack into .tools/ (apt-get download, no install)
+
+.tools/$(STACK)/env: .ci/fetch-stack
+	bash .ci/fetch-stack $(STACK)
+
+build: install tools ## build specs/ into rules/ with the 3.5 LTS tools (render + promtool check + promtool test)
+	$(CURRENT) $(BIN)/rulegen build
 
 check: install ## fail when the committed rules/ is stale
 	$(BIN)/rulegen build --check
 
-test: install ## the whole test suite, JOBS=2 processes at once (needs promtool: apt-get install prometheus)
-	$(call run_shards,$(JOBS),)
+test: test-current test-bookworm ## the whole suite on the 3.5 LTS stack, then the tool tests on bookworm's 2.42
+
+test-current: install tools ## the whole test suite on the 3.5 LTS stack, JOBS=2 processes at once
+	$(call run_shards,$(JOBS),,$(CURRENT))
+
+test-bookworm: install ## the timing, mutation and real-server tests on the system's tools (Debian bookworm: Prometheus 2.42)
+	$(call run_shards,$(JOBS),-m slow $(BOOKWORM_TESTS),$(BOOKWORM))
 
 test-fast: install ## the tests not marked slow (no promtool, no servers), FAST_JOBS=2 at once
 	$(call run_shards,$(FAST_JOBS),-m "not slow")
@@ -65,9 +95,9 @@ typecheck: install ## mypy --strict
 update-golden: install ## rewrite tests/golden/*/expected from the current output
 	$(BIN)/pytest -q tests/output/test_golden.py --update-golden
 
-check-rules: ## promtool check + test on the committed rules/
-	promtool check rules rules/prometheus/*.yml
-	cd rules && promtool test rules tests/*.yml
+check-rules: tools ## promtool check + test on the committed rules/ (the 3.5 LTS promtool)
+	$(STACK_BIN)/promtool check rules rules/prometheus/*.yml
+	cd rules && $(STACK_BIN)/promtool test rules tests/*.yml
 
 schema: install ## regenerate schema/*.schema.json (spec, routing and defaults files)
 	@mkdir -p schema

@@ -9,6 +9,7 @@ fleet); what spans files (duplicate services, routing, Mimir namespaces) follows
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,11 +17,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
+from xml.etree import ElementTree
 
-from rulegen import diagnostics as codes
 from rulegen.alerts.rules import build_groups
 from rulegen.alerts.testgen import build_tests
 from rulegen.catalog import Catalog
+from rulegen.core import diagnostics as codes
+from rulegen.core import versions
 from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
 from rulegen.diagnosis.testgen import diagnosis_tests
@@ -37,7 +40,7 @@ from rulegen.render.operator import prometheus_rule, service_groups
 from rulegen.render.prometheus import rule_file
 from rulegen.render.promtool_tests import tests_file
 from rulegen.render.thanos import thanos_rule_file
-from rulegen.render.victoriametrics import long_queries, vmalert_rule_file
+from rulegen.render.victoriametrics import long_queries, vmalert_groups, vmalert_rule_file
 from rulegen.rendercache import CachedRender, RenderCache
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
@@ -388,7 +391,16 @@ def _assemble(
     """One service's output from its rule groups and generated tests (none for a service
     taken from the render cache, whose test files are already rendered)."""
     outputs = tuple(
-        SLOOutput(slo.name, slo.evaluation, group, cases, history_step(slo), history, slo.group_by)
+        SLOOutput(
+            slo.name,
+            slo.evaluation,
+            group,
+            cases,
+            history_step(slo),
+            history,
+            slo.group_by,
+            slo_group(replace(slo, left_open=False)) if slo.left_open else None,
+        )  # fmt: skip
         for slo, group, cases, history in slos
     )
     explanations = tuple(
@@ -396,7 +408,8 @@ def _assemble(
     )
     return ServiceOutput(
         spec.service, spec.source, spec.evaluation_interval, groups, tests, slos=outputs,
-        explanations=explanations,
+        explanations=explanations, prometheus=spec.prometheus,
+        prometheus_origin=spec.prometheus_origin,
     )  # fmt: skip
 
 
@@ -513,7 +526,9 @@ def _target_files(
         reports.extend(f"thanos: {f.group}/{f.rule}: {f.reason}" for f in flags)
     if "victoriametrics" in targets:
         vm = settings.victoriametrics
-        data = vmalert_rule_file(groups, vm.concurrency, vm.labels, vm.max_query_len)
+        data = vmalert_rule_file(
+            vmalert_groups(service), vm.concurrency, vm.labels, vm.max_query_len
+        )
         files[f"victoriametrics/{service.service}.rules.yml"] = dump_yaml(data, source)
         # left above the limit: the rules too long even with no recording inlined (written
         # fully inlined, so that raising both limits to their size makes them exact)
@@ -578,6 +593,7 @@ def validate(
     jobs: int | None = None,
     test_cache: Path | None = None,
     progress: Progress | None = None,
+    junit: Path | None = None,
 ) -> list[str]:
     """Run promtool on a written output folder (up to ``jobs`` test files at once, default
     every usable CPU); returns a summary, raises on any failure. With ``test_cache``, a test
@@ -589,11 +605,14 @@ def validate(
     if any(name.startswith("victoriametrics/") for name in result.files):
         vmalert.find_vmalert()  # missing: fail before minutes of promtool tests, not after
     identity = promtool.build_info()  # one --version: the printed release and the cache key
+    refuse_other_semantics(result.services, "promtool", identity)
+    if junit is not None:
+        refuse_junit_without_support(identity)
     cache = TestCache(test_cache, identity) if test_cache and identity else None
     steps.step(CHECK_STEP)
     summary = [promtool.version_line(identity), _check_rules(folder, result, rules, cache)]
     if tests:
-        summary.extend(_validate_tests(folder, result, tests, jobs, cache, steps))
+        summary.extend(_validate_tests(folder, result, tests, jobs, cache, steps, junit))
         if test_cache and not cache:
             summary.append("warning: promtool prints no version; test results not cached")
     steps.step(OTHER_STEP)
@@ -604,6 +623,81 @@ def validate(
         )
     summary.extend(f"warning: {report}" for report in result.reports)
     return summary
+
+
+def refuse_other_semantics(
+    services: Sequence[ServiceOutput], tool: str, version_text: str | None
+) -> None:
+    """A tool that evaluates PromQL otherwise than the declared Prometheus would fail the
+    generated tests for no fault of the rules: say so in one line per spec, naming both
+    versions and the setting to change (exit 2, before anything is run or written)."""
+    found = versions.tool_version(version_text or "")
+    if found is None:
+        return
+    shown = ".".join(map(str, found))
+    problems = []
+    for service in services:
+        declared = service.prometheus
+        if versions.same_semantics(declared, found):
+            continue
+        wanted = "3.x" if declared.left_open_ranges else "2.x"
+        message = (
+            f"declares Prometheus {declared} ({declared.semantics} range selectors) but "
+            f"{tool} is {shown}, whose generated tests would fail: set prometheus.version to "
+            f'"{found[0]}.{found[1]}", or put a {tool} {wanted} first on PATH '
+            f"(or RULEGEN_{tool.upper()})"
+        )
+        origin = service.prometheus_origin
+        if origin is None:
+            problems.append(Diagnostic(service.source, 0, 0, FieldPath(("prometheus", "version")),
+                                       message, codes.TOOL_VERSION))  # fmt: skip
+        else:
+            problems.append(origin.diagnostic(message, codes.TOOL_VERSION))
+    if problems:
+        raise SpecError(problems)
+
+
+def refuse_junit_without_support(version_text: str | None) -> None:
+    """``--junit`` needs promtool's own report (``test rules --junit``, 2.55 on): an older
+    promtool is one line and exit 2, before any test runs."""
+    found = versions.tool_version(version_text or "")
+    if found is not None and found[:2] >= versions.JUNIT:
+        return
+    shown = ".".join(map(str, found)) if found else "of an unknown version"
+    need = ".".join(map(str, versions.JUNIT))
+    raise UsageError(
+        f"--junit needs promtool {need} or later, which writes the report; promtool is "
+        f"{shown} (set RULEGEN_PROMTOOL or PATH to a newer one, or drop --junit)"
+    )
+
+
+def _report_name(test_file: str) -> str:
+    """One test file's JUnit report among the others (``tests/a.yml`` → ``tests__a.yml.xml``)."""
+    return test_file.replace("/", "__") + ".xml"
+
+
+def write_junit(target: Path, reports: Sequence[Path]) -> None:
+    """The JUnit reports of every promtool run as one ``<testsuites>`` document at
+    ``target``, written whole or not at all (a temporary file renamed into place). A run
+    that wrote no report (promtool stopped before testing) leaves its file out."""
+    root = ElementTree.Element("testsuites")
+    for report in reports:
+        try:
+            parsed = ElementTree.parse(report).getroot()
+        except (OSError, ElementTree.ParseError):
+            continue
+        suites = [parsed] if parsed.tag == "testsuite" else list(parsed.iter("testsuite"))
+        root.extend(suites)
+    data = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            dir=target.parent, prefix=f".{target.name}.", delete=False
+        ) as out:
+            out.write(data)
+        Path(out.name).replace(target)
+    except OSError as exc:
+        raise UsageError(f"--junit {target}: cannot write the report ({exc.strerror})") from None
 
 
 def _check_rules(
@@ -632,18 +726,24 @@ def _check_rules(
 
 def _validate_tests(
     folder: Path, result: BuildResult, tests: list[str], jobs: int | None,
-    cache: TestCache | None, steps: Progress,
+    cache: TestCache | None, steps: Progress, junit: Path | None = None,
 ) -> list[str]:  # fmt: skip
-    """``promtool test rules`` on each test file the cache does not vouch for; the summary
-    lines, or ``ValidationFailed``."""
+    """``promtool test rules`` on each test file the cache does not vouch for (every file
+    with ``junit``: the report must hold them all); the summary lines, or
+    ``ValidationFailed`` (the report written first)."""
     keys = {
         name: cache.key(folder, name, _known(result.loads.get(name))) if cache else None
         for name in tests
     }
-    due = [name for name in tests if not (cache and cache.passed(keys[name]))]
+    vouched = cache if junit is None else None
+    due = [name for name in tests if not (vouched and vouched.passed(keys[name]))]
     # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
     due.sort(key=result.test_cost, reverse=True)
-    runs = _run_tests(folder, due, _weights(result, due), jobs, steps)
+    with tempfile.TemporaryDirectory(prefix="rulegen-junit-") as reports:
+        folder_of_reports = Path(reports) if junit is not None else None
+        runs = _run_tests(folder, due, _weights(result, due), jobs, steps, folder_of_reports)
+        if junit is not None:
+            write_junit(junit, [Path(reports, _report_name(name)) for name in sorted(due)])
     unrecorded = [
         problem
         for name, run in zip(due, runs, strict=True)
@@ -679,17 +779,19 @@ def _weights(result: BuildResult, names: Sequence[str]) -> dict[str, float]:
 
 def _run_tests(
     folder: Path, due: Sequence[str], weights: Mapping[str, float], jobs: int | None,
-    steps: Progress,
+    steps: Progress, reports: Path | None = None,
 ) -> list[promtool.ToolResult]:  # fmt: skip
     """One ``promtool test rules`` per file, up to ``jobs`` at once; the results in the order
-    of ``due``, each file reported with its time as it finishes."""
+    of ``due``, each file reported with its time as it finishes (and its JUnit report
+    written into ``reports``, when given)."""
     steps.step(TEST_STEP, total=len(due), weight=sum(weights.values()))
     if not due:
         return []
 
     def run(name: str) -> tuple[promtool.ToolResult, float]:
         start = time.monotonic()
-        outcome = promtool.run_tests([name], folder)
+        report = reports / _report_name(name) if reports is not None else None
+        outcome = promtool.run_tests([name], folder, junit=report)
         return outcome, time.monotonic() - start
 
     workers = max(1, min(len(due), jobs or usable_cpus()))

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 # (pydantic, Jinja2, the PromQL parser, every feature), so ``rulegen --version`` and
 # ``--help`` start at once. ``tests/cli/test_startup.py`` holds the line.
 from rulegen import __version__
-from rulegen import diagnostics as codes
 from rulegen.backtest import command as backtest
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.catalog import folders as signal_folders
-from rulegen.diagnostics import FORMATS, Diagnostic, FieldPath, as_json, github
+from rulegen.core import diagnostics as codes
+from rulegen.core.diagnostics import FORMATS, Diagnostic, FieldPath, as_json, github
 from rulegen.diff import command as diff
 from rulegen.errors import (
     OutputConflict,
@@ -105,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                    "test, rule files and promtool release are unchanged; keep each service's "
                    "rendered files there too (DIR/render) and reuse them while its inputs "
                    "and rulegen are unchanged")  # fmt: skip
+    b.add_argument("--junit", type=Path, default=None, metavar="FILE",
+                   help="write promtool's JUnit XML report of every test file to FILE, "
+                   "also when a test fails (promtool 2.55 or later)")  # fmt: skip
     b.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="processes rendering specs and promtool runs at once "
                    "(default: the CPUs rulegen may use)")  # fmt: skip
@@ -251,6 +254,8 @@ def _build(args: argparse.Namespace, out: _Output) -> int:
         inputs = discover(paths)
         if target.exists() and not target.is_dir():
             raise UsageError(f"--out {shown}: exists and is not a directory")
+        if args.junit is not None and args.no_validate:
+            raise UsageError("--junit reports the tests that --no-validate skips: drop one")
         _refuse_out_among_inputs(target, shown, [*paths, *(args.signals or [])], inputs)
         for warning in inputs.warnings:
             out.warn(warning)
@@ -289,7 +294,9 @@ def _write(
 
     def check(staging: Path) -> None:
         if not args.no_validate:
-            summary.extend(validate(staging, result, args.jobs, args.test_cache, out.progress))
+            summary.extend(
+                validate(staging, result, args.jobs, args.test_cache, out.progress, args.junit)
+            )
         out.progress.step(f"writing {shown}/")
 
     out.progress.step(f"staging {shown}/")
@@ -327,7 +334,9 @@ def _check(
                 path = Path(folder, name)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
-            summary = validate(Path(folder), result, args.jobs, args.test_cache, out.progress)
+            summary = validate(
+                Path(folder), result, args.jobs, args.test_cache, out.progress, args.junit
+            )
     return [*summary, f"{shown}: up to date ({len(result.files)} files)"]
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rulegen import diagnostics as codes
-from rulegen.diagnostics import ROOT, Diagnostic, FieldPath, Severity, printable
+from rulegen.core import diagnostics as codes
+from rulegen.core.diagnostics import ROOT, Diagnostic, FieldPath, Severity, printable
 
 __all__ = [
     "Diagnostic", "FieldPath", "OutputConflict", "RulegenError", "Severity", "SpecError",

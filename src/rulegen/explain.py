@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from rulegen import diagnostics as codes
 from rulegen.catalog import Catalog
+from rulegen.core import diagnostics as codes
 from rulegen.errors import SpecError, UsageError
 from rulegen.load import display, vocabulary
 from rulegen.routing.load import is_routing_file

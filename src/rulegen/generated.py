@@ -18,6 +18,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
+from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.promql import Matcher
 from rulegen.source.loader import Origin
 
@@ -264,6 +265,9 @@ class SLOOutput:
     history_step_seconds: Decimal = Decimal(0)
     history_tests: tuple[TestCase, ...] = ()
     group_by: tuple[str, ...] = ()
+    # the group with ``increase()`` base windows, for MetricsQL (whose ``increase()`` does
+    # not extrapolate): set when ``group`` has the Prometheus 3 base form
+    increase_group: RuleGroup | None = None
 
 
 @dataclass(frozen=True)
@@ -286,3 +290,6 @@ class ServiceOutput:
     tests: tuple[TestCase, ...]
     slos: tuple[SLOOutput, ...] = field(default=())
     explanations: tuple[Explanation, ...] = field(default=())
+    # the Prometheus the rules and tests are written for, and where the spec says so
+    prometheus: PrometheusVersion = DEFAULT
+    prometheus_origin: Origin | None = None

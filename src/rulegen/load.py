@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from rulegen import diagnostics as codes
 from rulegen.catalog import Catalog
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, SpecError, UsageError
 from rulegen.fanout import fan_out
 from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing

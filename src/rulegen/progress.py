@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Literal, Protocol, TextIO
 
-from rulegen.diagnostics import printable
+from rulegen.core.diagnostics import printable
 
 Mode = Literal["quiet", "silent", "plain", "tty", "verbose"]
 """``quiet`` (``--quiet``) and ``silent`` (not a terminal, nothing asked) print nothing;

@@ -21,6 +21,7 @@ from rulegen.alerts.custom import resolve_groups, resolve_recordings
 from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
 from rulegen.alerts.resolve import recipe_labels, resolve_alerts
 from rulegen.catalog import Catalog
+from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.diagnosis.model import ResolvedDiagnosis
 from rulegen.diagnosis.resolve import resolve_diagnoses
 from rulegen.errors import Diagnostic
@@ -29,7 +30,7 @@ from rulegen.slo.model import ResolvedSLO
 from rulegen.slo.resolve import resolve_slos
 from rulegen.source.fields import Collector, duration
 from rulegen.source.fields import labels as label_set
-from rulegen.source.loader import PathKey, Positions
+from rulegen.source.loader import Origin, PathKey, Positions
 from rulegen.spec.models import TargetSettings
 
 # The longest evaluation_interval and scrape_interval a spec may set.
@@ -54,6 +55,10 @@ class ResolvedSpec:
     # the user's own recording rules, and the interval of each rule group named by ``group:``
     recordings: tuple[ResolvedRecording, ...] = ()
     groups: tuple[tuple[str, Decimal], ...] = ()
+    # the Prometheus the rules are written for (``prometheus: {version: …}``)
+    prometheus: PrometheusVersion = DEFAULT
+    # where it is declared (the spec's top when it is not): what a version mismatch names
+    prometheus_origin: Origin | None = None
 
 
 def resolve_spec(
@@ -67,6 +72,7 @@ def resolve_spec(
     scrape = duration(
         col, ("scrape_interval",), spec.scrape_interval, positive=True, most=MAX_INTERVAL
     )
+    version = prometheus_version(col, spec.prometheus.version)
     selectors = _selectors(col, spec.selectors, catalog)
     spec_labels = label_set(col, ("labels",), spec.labels)
     retention = None
@@ -86,14 +92,17 @@ def resolve_spec(
     alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog)
     recordings = resolve_recordings(col, spec)
     groups = resolve_groups(col, spec, intervals[0])
-    slos = resolve_slos(col, spec, spec_labels, intervals[0], intervals[1], catalog)
+    slos = resolve_slos(
+        col, spec, spec_labels, intervals[0], intervals[1], catalog, version or DEFAULT
+    )
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
     if host_ok:
         diagnoses = resolve_diagnoses(
-            col, spec, spec_labels, signals, selectors, intervals, catalog
-        )
-    if col.diagnostics or evaluation is None or scrape is None:
+            col, spec, spec_labels, signals, selectors, intervals, catalog,
+            (version or DEFAULT).left_open_ranges,
+        )  # fmt: skip
+    if col.diagnostics or evaluation is None or scrape is None or version is None:
         return None, col.diagnostics
     explained = {name for d in diagnoses for name in d.explains}
     if explained:
@@ -102,9 +111,24 @@ def resolve_spec(
     resolved = ResolvedSpec(
         spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
         spec.host_label, retention, spec.max_group_rules, spec.targets, tuple(recordings),
-        groups,
+        groups, version, col.origin(("prometheus", "version")),
     )  # fmt: skip
     return resolved, []
+
+
+def prometheus_version(col: Collector, value: Any) -> PrometheusVersion | None:
+    """``prometheus.version``: a quoted ``MAJOR.MINOR`` from 2.42 on (YAML reads an unquoted
+    ``3.10`` as the number 3.1, so a number is refused rather than guessed)."""
+    where = ("prometheus", "version")
+    if not isinstance(value, str):
+        col.error(where, f'must be a quoted string such as "3.5" (got {value!r}: YAML reads '
+                  "an unquoted 3.10 as 3.1)")  # fmt: skip
+        return None
+    try:
+        return PrometheusVersion.parse(value)
+    except ValueError as exc:
+        col.error(where, str(exc))
+        return None
 
 
 _K8S_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"

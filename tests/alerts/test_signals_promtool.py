@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, promtool_test, write_tree
+from conftest import REPO, prometheus_2_expectations, promtool_test, write_tree
 
 from rulegen.catalog import load_catalog
 from rulegen.cli import run
@@ -1143,13 +1143,38 @@ def _run_case(case: Case, name: str, root: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("name", list(SIGNAL_CASES), ids=list(SIGNAL_CASES))
+# Cases whose hand-written times or values are Prometheus 2.x's (closed ranges): a reload
+# every minute read through a left-open rate[1m] at 15s scrapes (4 samples, 45 s) is missed
+# by one window in four, so the alert's `for` restarts; a rate[1m] extrapolated from 45 s of
+# samples differs in the last bit (1.5999999999999996 for 1.6).
+LEFT_OPEN_DIFFERS = {
+    "weight_loading_busy: a reload loop busy 75 % fires after 5m; 33 % and an idle loader "
+    "stay silent": "a once-a-minute reload is missed by one rate[1m] window in four",
+    next(n for n in WHY_CASES if n.startswith("the '100 Mbit constant'")): (
+        "rate[1m] is extrapolated from 45 s of samples (1.5999999999999996, not 1.6)"
+    ),
+    next(n for n in WHY_CASES if n.startswith("the 'single slow weight load'")): (
+        "the load's rate[1m] is extrapolated from 45 s of samples: pending one step apart"
+    ),
+}
+
+
+def _cases(names: list[str]) -> list[Any]:
+    return [
+        pytest.param(n, id=n, marks=[prometheus_2_expectations(LEFT_OPEN_DIFFERS[n])])
+        if n in LEFT_OPEN_DIFFERS
+        else pytest.param(n, id=n)
+        for n in names
+    ]
+
+
+@pytest.mark.parametrize("name", _cases(list(SIGNAL_CASES)))
 @pytest.mark.slow
 def test_signal_fires_only_when_it_should(name: str, in_tmp: Path) -> None:
     _run_case(SIGNAL_CASES[name], name, in_tmp)
 
 
-@pytest.mark.parametrize("name", list(WHY_CASES), ids=list(WHY_CASES))
+@pytest.mark.parametrize("name", _cases(list(WHY_CASES)))
 @pytest.mark.slow
 def test_design_mistake_is_avoided(name: str, in_tmp: Path) -> None:
     _run_case(WHY_CASES[name], name, in_tmp)

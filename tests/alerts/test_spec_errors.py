@@ -510,6 +510,75 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "prometheus.version as an unquoted number is rejected (3.10 would read as 3.1)",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {version: 3.5}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            'specs/web.yaml:3:23: prometheus.version: must be a quoted string such as "3.5" '
+            "(got 3.5: YAML reads an unquoted 3.10 as 3.1)"
+        ),
+    ),
+    Case(
+        "prometheus.version before 2.42 is rejected",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {version: "2.30"}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:23: prometheus.version: rulegen writes rules for Prometheus 2.42 "
+            "or later (got 2.30)"
+        ),
+    ),
+    Case(
+        "prometheus.version without a minor is rejected",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {version: "3"}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:23: prometheus.version: must be MAJOR.MINOR, such as "
+            "\"3.5\" (got '3')"
+        ),
+    ),
+    Case(
+        "prometheus.version with a v prefix is rejected",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {version: "v3.5"}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:23: prometheus.version: must be MAJOR.MINOR, such as "
+            "\"3.5\" (got 'v3.5')"
+        ),
+    ),
+    Case(
+        "a misspelt key under prometheus is named with the right one",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {versio: "3.5"}
+            alerts:
+              - {signal: disk_await, threshold: 5ms, severity: warning}
+            """,
+        stderr=spec_errors(
+            'specs/web.yaml:3:14: prometheus.versio: unknown key; did you mean "version"?'
+        ),
+    ),
+    Case(
         "scrape_interval given as a bare number is rejected",
         spec="""
             version: 1

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from conftest import promtool_test, run_rulegen
+from conftest import prometheus_2_expectations, promtool_test, run_rulegen
 from support.prometheus import (
     NEEDS_PROMETHEUS,
     backfill_recordings,
@@ -383,6 +383,7 @@ def episodes_of(
     return out
 
 
+@prometheus_2_expectations("the boundary series' firing times are 2.x's")
 def test_the_series_cover_the_boundaries(rows: list[dict[str, Any]]) -> None:
     """What the agreement above is worth: the cases it covers are really in the answer."""
     waiting = episodes_of(rows, "RequestQueueBacklog", instance="gpu-node-1:8000")
@@ -451,6 +452,7 @@ def test_a_service_never_deployed_replays_from_raw_series(rows: list[dict[str, A
     assert all(r["warning"] is None for r in rows)
 
 
+@prometheus_2_expectations("the deployed recordings' episodes are 2.x's")
 def test_recorded_reads_the_deployed_recordings(
     deployed: History, history: History, rows: list[dict[str, Any]]
 ) -> None:
@@ -495,6 +497,7 @@ def test_json_is_sorted_and_deterministic(history: History, rows: list[dict[str,
     assert backtest(history, "--format", "json") == backtest(history, "--format", "json")
 
 
+@prometheus_2_expectations("the report's figures are 2.x's")
 def test_text_report_and_alert_filter(history: History) -> None:
     text = backtest(history, "--alert", "GpuHot", "--alert", "EngineIdle")
     assert text.startswith(

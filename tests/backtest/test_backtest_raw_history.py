@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import promtool_test
+from conftest import prometheus_2_expectations, promtool_test
 from support.prometheus import (
     NEEDS_PROMETHEUS,
     backfill_recordings,
@@ -448,6 +448,7 @@ def episodes_of(rows: Sequence[dict[str, Any]], alert: str,
     ]  # fmt: skip
 
 
+@prometheus_2_expectations("backtest episodes computed with 2.x ranges (left-open: a step apart)")
 def test_what_fires_when(rows: list[dict[str, Any]]) -> None:
     """What the agreement above is worth: the cases it covers are really in the answer
     (minutes from ``--from``; the SLO evaluates every minute, the diagnoses every 15s)."""
@@ -558,6 +559,7 @@ def test_recorded_reads_the_deployed_recordings_this_server_lacks(
         assert "(--recorded reads the deployed rules)" in row["warning"]
 
 
+@prometheus_2_expectations("backtest episodes computed with 2.x ranges (left-open: a step apart)")
 def test_recorded_history_replays_the_same_episodes(
     setup: Setup, rows: list[dict[str, Any]], recorded_url: str
 ) -> None:

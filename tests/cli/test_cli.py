@@ -8,13 +8,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, CliResult, ExampleBuild, run_rulegen, write_tree
+from conftest import (
+    REPO,
+    SMOOTHING_REFUSED,
+    CliResult,
+    ExampleBuild,
+    copy_specs,
+    run_rulegen,
+    write_tree,
+)
 
 Cli = Callable[..., CliResult]
 
 
 def _copy_example(dest: Path) -> Path:
-    shutil.copytree(REPO / "specs", dest / "specs")
+    copy_specs(REPO / "specs", dest / "specs")
     shutil.copytree(REPO / "signals", dest / "signals")
     shutil.copytree(REPO / "rules", dest / "rules")
     return dest
@@ -133,7 +141,7 @@ def test_promtool_rejection_is_mapped_to_the_spec_line(in_tmp: Path, cli: Cli) -
     assert result.err.splitlines() == [
         "promtool check rules failed:",
         "specs/a.yaml:5:5: alerts[1]: promtool: could not parse expression: 1:1: parse error: "
-        'unknown function with name "double_exponential_smoothing"',
+        + SMOOTHING_REFUSED,
         "rulegen: validation failed; nothing written",
     ]
     assert sorted(p.name for p in in_tmp.iterdir()) == ["specs"]

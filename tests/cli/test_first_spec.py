@@ -420,9 +420,11 @@ SCOPED = """
 @pytest.mark.parametrize(
     ("opt_out", "expected"),
     [
-        pytest.param("", 'vllm:request_success_total{job="vllm"}', id="2: the family's selectors"),
         pytest.param(
-            "\n          selectors: false", "vllm:request_success_total[", id="2: an SLI opts out"
+            "", 'vllm:request_success_total{job="vllm"} - ', id="2: the family's selectors"
+        ),
+        pytest.param(
+            "\n          selectors: false", "vllm:request_success_total - ", id="2: an SLI opts out"
         ),
     ],
 )
@@ -434,7 +436,8 @@ def test_an_sli_gets_the_selectors_of_its_metrics_family(
     result = cli("build", "--no-validate")
     assert result.code == 0, result.err
     rules = (in_tmp / "rules/prometheus/vllm.slo.availability.rules.yml").read_text()
-    assert f"increase({expected}" in rules
+    # the base window's first step reads the total counter as the SLI names it
+    assert f"label_replace({expected}" in rules
 
 
 def test_lint_warns_about_an_sli_that_nothing_scopes(in_tmp: Path, cli: Cli) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import run_rulegen, write_tree
 
-from rulegen.diagnostics import Severity, github
+from rulegen.core.diagnostics import Severity, github
 from rulegen.errors import Diagnostic, FieldPath, printable
 
 SPEC = """

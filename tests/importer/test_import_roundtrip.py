@@ -13,7 +13,7 @@ from typing import Any
 import promql_parser
 import pytest
 import yaml
-from conftest import promtool_test, run_rulegen, write_tree
+from conftest import promtool_test, run_rulegen, specs_for_stack, write_tree
 
 from rulegen import units
 from rulegen.build import build
@@ -174,6 +174,7 @@ def test_the_moved_promtool_tests_pass_on_the_originals_and_on_the_build(tmp_pat
     for path, code in others.items():
         got = run_rulegen("import", "prometheus", path, "-o", "specs", cwd=tmp_path)
         assert got.code == code, got.err
+    specs_for_stack(tmp_path / "specs")
     built = run_rulegen("build", "specs", cwd=tmp_path)
     assert built.code == 0, built.err
     assert "promtool test rules: 2 file(s) passed" in built.out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, CliResult, spec_errors, write_tree
+from conftest import REPO, CliResult, copy_specs, spec_errors, write_tree
 from support.prometheus import (
     create_blocks_from_openmetrics,
     free_port,
@@ -353,7 +353,7 @@ def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
 
 def test_the_example_specs_are_clean(cli: Cli, in_tmp: Path) -> None:
     repo = REPO
-    shutil.copytree(repo / "specs", in_tmp / "specs")
+    copy_specs(repo / "specs", in_tmp / "specs")
     shutil.copytree(repo / "signals", in_tmp / "signals")
     result = cli("lint")
     assert (result.code, result.out, result.err) == (0, "", "")

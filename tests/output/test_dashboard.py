@@ -22,7 +22,7 @@ from typing import Any
 import promql_parser
 import pytest
 import yaml
-from conftest import REPO, CliResult, example_spec, write_tree
+from conftest import REPO, CliResult, copy_specs, example_spec, write_tree
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import prometheus, stat, timeseries
 from grafana_foundation_sdk.models.dashboard import Dashboard
@@ -426,7 +426,7 @@ def test_panels_tile_the_grid_without_overlapping() -> None:
 
 
 def _copy_example(dest: Path) -> None:
-    shutil.copytree(REPO / "specs", dest / "specs")
+    copy_specs(REPO / "specs", dest / "specs")
     shutil.copytree(REPO / "signals", dest / "signals")
 
 

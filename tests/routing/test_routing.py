@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, CliResult, spec_errors, write_tree
+from conftest import REPO, CliResult, copy_specs, spec_errors, write_tree
 
 from rulegen.routing.load import load_routing
 from rulegen.routing.model import ResolvedRouting
@@ -454,7 +454,7 @@ def _files(root: Path) -> list[str]:
 def test_the_example_builds_and_every_routing_test_passes(
     in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shutil.copytree(REPO / "specs", in_tmp / "specs")
+    copy_specs(REPO / "specs", in_tmp / "specs")
     if (REPO / "signals").is_dir():
         shutil.copytree(REPO / "signals", in_tmp / "signals")
     # The example's SLO unit tests take ~50 s in promtool; they are covered elsewhere.

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from rulegen.diagnostics import FieldPath
+from rulegen.core.diagnostics import FieldPath
 from rulegen.generated import RecordingRule
 from rulegen.repair.interpolate import bridged, reads_raw
 from rulegen.repair.model import Hole, RawGap, SLOGroup

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import rendered_rules
+from conftest import prometheus_2_expectations, rendered_rules
 from support.prometheus import (
     NEEDS_PROMETHEUS,
     PrometheusServer,
@@ -100,6 +100,9 @@ def _model() -> list[int | None]:
     return counts[Decimal(DAY)]
 
 
+@prometheus_2_expectations(
+    "the coverage model of a real hole is 2.x's (increase over the hole's edges)"
+)
 def test_coverage_is_the_share_of_terms_the_hole_left_out(server: PrometheusServer) -> None:
     counts = _model()
     seen = []
@@ -196,6 +199,9 @@ def _without_fallbacks(rule_file: Path, record: str) -> str:
     return "sum by (service, slo) (" + " or ".join(terms) + ")"
 
 
+@prometheus_2_expectations(
+    "the fallbacks' worst minute after a hole is measured for 2.x (3.5: +1.13%)"
+)
 def test_fallbacks_keep_every_minute_of_the_last_day_within_1_percent(
     weekly: tuple[PrometheusServer, dict[int, float], Path],
 ) -> None:

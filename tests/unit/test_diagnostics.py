@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from rulegen.diagnostics import ROOT, Diagnostic, FieldPath, as_json, github
+from rulegen.core.diagnostics import ROOT, Diagnostic, FieldPath, as_json, github
 from rulegen.errors import (
     OutputConflict,
     StaleOutput,

@@ -24,7 +24,7 @@ from rulegen import gotemplate, promql, units
 from rulegen.alerts.custom import template_labels
 from rulegen.alerts.model import ResolvedAlert, ResolvedExample
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
-from rulegen.diagnostics import SPEC_TEST
+from rulegen.core.diagnostics import SPEC_TEST
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.host import host_from_instance

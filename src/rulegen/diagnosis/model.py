@@ -85,6 +85,8 @@ class ResolvedDiagnosis:
     selectors: Mapping[str, tuple[promql.Matcher, ...]]
     origin: Origin
     runbook_url: str | None = None
+    # Range selectors are left-open (Prometheus 3): what the tests' baseline mean reads
+    left_open: bool = False
 
     @property
     def by_model(self) -> bool:

@@ -8,6 +8,7 @@ would make the diagnosis unable to fire (or its test unable to tell) is a spec e
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -39,6 +40,7 @@ def resolve_diagnoses(
     selectors: Mapping[str, tuple[promql.Matcher, ...]],
     intervals: tuple[Decimal, Decimal],
     catalog: Catalog,
+    left_open: bool = False,
 ) -> tuple[ResolvedDiagnosis, ...]:
     """Every diagnosis of a spec; ``alert_signals`` maps the spec's alert names to signals.
 
@@ -74,7 +76,7 @@ def resolve_diagnoses(
         context = Context(col, path, spec.service, host, selectors, scrape, catalog)
         resolved = _diagnosis(context, entry, name, spec_labels, alert_signals, spec.runbook_url)
         if resolved is not None:
-            out.append(resolved)
+            out.append(replace(resolved, left_open=left_open))
     return tuple(out)
 
 

@@ -18,11 +18,11 @@ from decimal import Decimal
 from fractions import Fraction
 
 from rulegen import gotemplate, promql, units
+from rulegen.core.diagnostics import SPEC_TEST
 from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.rules import predict_description, summary
-from rulegen.diagnostics import SPEC_TEST
 from rulegen.errors import SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.synthetic import SynthError, histogram_plan
@@ -240,11 +240,28 @@ class _Model:
         return self._rates[key]
 
     def _tokens_rate(self, host: _Host, t: Fraction) -> Fraction | None:
+        """``rate(tokens[window])`` at ``t`` as Prometheus extrapolates it from the samples
+        one scrape apart in ``[t - window, t]`` (2.x) or ``(t - window, t]`` (3.x)."""
         if t < self.scrape:
             return None
-        return (self._tokens(host, t) - self._tokens(host, max(t - self.window, Fraction(0)))) / (
-            self.window
-        )
+        start = t - self.window
+        if self.d.left_open:
+            first = (start // self.scrape + 1) * self.scrape
+        else:
+            first = -(-start // self.scrape) * self.scrape
+        first = max(first, Fraction(0))
+        last = t // self.scrape * self.scrape
+        if last <= first:
+            return None
+        delta = self._tokens(host, last) - self._tokens(host, first)
+        sampled = last - first
+        to_start, to_end = first - start, t - last
+        if to_start >= sampled / ((last - first) / self.scrape) * Fraction(11, 10):
+            to_start = self.scrape / 2
+        if delta > 0:
+            to_zero = sampled * self._tokens(host, first) / delta
+            to_start = min(to_start, to_zero)
+        return delta * (sampled + to_start + to_end) / sampled / self.window
 
     def _tokens_after(self, host: _Host) -> Fraction:
         item = self.evidence["throughput"]
@@ -260,12 +277,16 @@ class _Model:
 
     def _throughput_ratio(self, host: _Host, t: Fraction) -> Fraction | None:
         """The recording now over its mean in [t - window - baseline, t - window], as
-        ``avg_over_time`` reads the recorded samples (closed range)."""
+        ``avg_over_time`` reads the recorded samples (a closed range on Prometheus 2.x; from
+        3.0 the sample at the far end is left out)."""
         current = self.tokens_rate(host, t)
         start, end = t - self.window - self.baseline, t - self.window
         if current is None or end < 0:
             return None
-        first = max(0, int(-(-start // self.eval)))
+        if self.d.left_open:
+            first = max(0, int(start // self.eval) + 1)
+        else:
+            first = max(0, int(-(-start // self.eval)))
         last = int(end // self.eval)
         total, count = self._recorded(host, last)
         if first:
@@ -307,7 +328,7 @@ class _Model:
         evidence = tuple((e.quantity, e.op, e.threshold) for e in d.evidence)
         return (
             d.kind, evidence, d.window_seconds, d.baseline_seconds, d.for_seconds,
-            self.eval, self.scrape, self.factor, d.ttft_buckets, d.quantile,
+            self.eval, self.scrape, self.factor, d.ttft_buckets, d.quantile, d.left_open,
         )  # fmt: skip
 
     def test_case(self) -> TestCase:

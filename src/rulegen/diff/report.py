@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from rulegen import units
-from rulegen.diagnostics import printable
+from rulegen.core.diagnostics import printable
 from rulegen.diff.facts import AlertKey
 from rulegen.diff.model import AlertDiff, Diff, FieldChange, History, Labels, Names, ServiceDiff
 

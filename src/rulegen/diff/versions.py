@@ -18,7 +18,7 @@ from pathlib import Path
 from rulegen.build import BuildResult, build
 from rulegen.catalog import Catalog, load_catalog
 from rulegen.catalog import folders as signal_folders
-from rulegen.diagnostics import Diagnostic, printable
+from rulegen.core.diagnostics import Diagnostic, printable
 from rulegen.diff.checkout import SPEC_SUFFIXES, Checkout, Repository, Runner, run_git
 from rulegen.diff.facts import ServiceFacts, version_facts
 from rulegen.errors import SpecError, UsageError

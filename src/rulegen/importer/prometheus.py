@@ -23,7 +23,7 @@ from typing import Any
 import promql_parser
 
 from rulegen import promql, units
-from rulegen.diagnostics import FieldPath as Shown
+from rulegen.core.diagnostics import FieldPath as Shown
 from rulegen.errors import SpecError
 from rulegen.importer.model import (
     ImportedService,

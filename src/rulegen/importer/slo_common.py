@@ -17,8 +17,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from rulegen import diagnostics as codes
 from rulegen import promql, units
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.errors import FieldPath as TypedPath
 from rulegen.importer.model import FieldPath, ImportedService, ImportOptions, ImportResult, Note

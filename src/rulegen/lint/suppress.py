@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from rulegen import diagnostics as codes
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, FieldPath
 from rulegen.source.loader import Positions
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rulegen.generated import RuleGroup
+from rulegen.generated import RuleGroup, ServiceOutput
 from rulegen.promql import parse_matchers, quote
 from rulegen.render.prometheus import rule_file
 
@@ -64,6 +64,12 @@ _TOKEN = re.compile(
 # What may follow a selector that is read at the evaluation time (no range, offset or @).
 _SHIFTED = re.compile(r"\s*(\[|offset\b|@)", re.IGNORECASE)
 _RAW_COUNTER = re.compile(r"\b(increase|rate)\s*\(")
+
+
+def vmalert_groups(service: ServiceOutput) -> tuple[RuleGroup, ...]:
+    """The service's rule groups for vmalert: each SLO's with ``increase()`` base windows
+    (exact in MetricsQL, whatever Prometheus version the spec declares)."""
+    return service.groups + tuple(s.increase_group or s.group for s in service.slos)
 
 
 def vmalert_rule_file(

@@ -2,7 +2,9 @@
 
 Why: a generated test must give the exact count of base terms each window holds after a gap,
 and that depends on Prometheus details the rules inherit: ``increase()`` needs two samples in
-its range (both ends included, Prometheus 2.x), and a recording that an evaluation no longer
+its range (both ends included, Prometheus 2.x); the 3.x base form (``rulegen.slo.rules``)
+needs one evaluation step whose both ends find a sample within the lookback (left-open in
+3.x: ``(t - 5m, t]``); and a recording that an evaluation no longer
 produces gets a stale marker, so a later read at an offset finds nothing there (the lookback
 bridges only evaluations that never happened, which promtool cannot skip). Modelled here step
 by step, so the test predicts what the rules record
@@ -25,6 +27,8 @@ def term_counts(
     scraped: tuple[bool, ...],
     step: Decimal,
     evaluated: tuple[bool, ...] | None = None,
+    left_open: bool = False,
+    grain: int = 1,
 ) -> dict[Decimal, Series]:
     """Every count recording of ``window``'s cascade at every instant ``step`` apart (one per
     raw sample), for raw samples present where ``scraped`` and rule evaluations where
@@ -39,15 +43,39 @@ def term_counts(
     base = chain[0]
     reach = int(base / step)
     counts: dict[Decimal, Series] = {}
-    counts[base] = [
-        1 if ran[k] and sum(scraped[max(0, k - reach) : k + 1]) >= 2 else None
-        for k in range(len(scraped))
-    ]
+    present = _stepped(scraped, reach, step, grain) if left_open else _ranged(scraped, reach)
+    counts[base] = [1 if ran[k] and present[k] else None for k in range(len(scraped))]
     for w in chain[1:]:
         counts[w] = [
-            _sum(counts, plan[w], k, step, ran) if ran[k] else None for k in range(len(scraped))
+            _sum(counts, plan[w], k, step, ran, left_open) if ran[k] else None
+            for k in range(len(scraped))
         ]
     return counts
+
+
+def _ranged(scraped: tuple[bool, ...], reach: int) -> list[bool]:
+    """``increase(x[base])`` (2.x, both ends included): two samples in ``[k - reach, k]``."""
+    return [sum(scraped[max(0, k - reach) : k + 1]) >= 2 for k in range(len(scraped))]
+
+
+def _stepped(scraped: tuple[bool, ...], reach: int, step: Decimal, grain: int) -> list[bool]:
+    """The 3.x steps (``grain`` instants each): some step ``j`` whose ends ``k - j·grain`` and
+    ``k - (j + 1)·grain`` both see a sample within the lookback ``(i - 5m, i]`` (the same
+    one too: a step between two reads of one sample adds 0, but is there)."""
+    lookback = int(LOOKBACK / step)
+    latest: list[int | None] = []
+    last: int | None = None
+    for i, here in enumerate(scraped):
+        last = i if here else last
+        latest.append(last if last is not None and i - last < lookback else None)
+    ends = [(j * grain, (j + 1) * grain) for j in range(reach // grain)]
+    return [
+        any(
+            k - back >= 0 and latest[k - now] is not None and latest[k - back] is not None
+            for now, back in ends
+        )
+        for k in range(len(scraped))
+    ]
 
 
 def _sum(
@@ -56,19 +84,27 @@ def _sum(
     k: int,
     step: Decimal,
     ran: tuple[bool, ...],
+    left_open: bool = False,
 ) -> int | None:
-    found = [_read(counts[t.window], k, t.offset, step, ran) for t in terms]
+    found = [_read(counts[t.window], k, t.offset, step, ran, left_open) for t in terms]
     present = [v for v in found if v is not None]
     return sum(present) if present else None
 
 
 def _read(
-    series: Series, k: int, offset: Decimal, step: Decimal, ran: tuple[bool, ...]
+    series: Series,
+    k: int,
+    offset: Decimal,
+    step: Decimal,
+    ran: tuple[bool, ...],
+    left_open: bool = False,
 ) -> int | None:
     """The sample a selector ``offset`` back finds at instant ``k``: that of the latest
-    evaluation within the lookback (a value, or a stale marker for an empty result)."""
+    evaluation within the lookback (a value, or a stale marker for an empty result); the
+    lookback's far end is excluded from 3.x on."""
     at = k - int(offset / step)
-    for index in range(at, at - int(LOOKBACK / step) - 1, -1):
+    reach = int(LOOKBACK / step) - (1 if left_open else 0)
+    for index in range(at, at - reach - 1, -1):
         if index < 0:
             return None
         if ran[index]:

@@ -18,7 +18,7 @@ from math import ceil
 
 from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.series import events_per_sample
-from rulegen.slo.simulate import Phase, Traffic, alert_timeline, holds_series
+from rulegen.slo.simulate import Phase, Traffic, alert_timeline, grain_of, holds_series
 
 SENSITIVITY = (Fraction(98, 100), Fraction(102, 100))
 
@@ -119,7 +119,7 @@ def _try(
         Phase(int(history / step) - heavy, scale, 0),
         Phase(burn_steps, scale, int(errors)),
     ]
-    traffic = Traffic.of(step, phases)
+    traffic = Traffic.of(step, phases, grain_of(slo, step))
     fires = alert_timeline(slo, alert, traffic).first_firing(history)
     if fires is None or not alone(slo, alert, tier, traffic, fires):
         return None

@@ -100,6 +100,9 @@ class ResolvedSLO:
     evaluation: Decimal
     scrape: Decimal
     origin: Origin
+    # Range selectors are left-open (Prometheus 3): the base recordings take the 3.x shape
+    # (rulegen.slo.rules, docs/slos.md#prometheus-3)
+    left_open: bool = False
 
     @property
     def budget(self) -> Decimal:

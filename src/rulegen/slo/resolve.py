@@ -15,6 +15,7 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
+from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.slo.model import (
     PAGE,
     TICKET,
@@ -44,8 +45,10 @@ OBJECTIVE_HINT = "must be a percentage like 99.9% or a ratio like 0.999"
 def resolve_slos(
     col: Collector, spec: Any, spec_labels: tuple[tuple[str, str], ...],
     evaluation: Decimal, scrape: Decimal, catalog: Catalog,
+    version: PrometheusVersion = DEFAULT,
 ) -> tuple[ResolvedSLO, ...]:  # fmt: skip
-    """Resolve every SLO of a spec; errors go to ``col``, broken SLOs are left out."""
+    """Resolve every SLO of a spec; errors go to ``col``, broken SLOs are left out. The
+    declared Prometheus ``version`` decides the shape of the base recordings (rules)."""
     out: list[ResolvedSLO] = []
     names: dict[str, int] = {}
     for index, slo in enumerate(spec.slos or ()):
@@ -58,7 +61,7 @@ def resolve_slos(
         names[slo.name] = index
         resolved = _slo(col, path, slo, spec, spec_labels, evaluation, scrape, catalog)
         if resolved is not None:
-            out.append(resolved)
+            out.append(replace(resolved, left_open=version.left_open_ranges))
     return tuple(out)
 
 

@@ -17,7 +17,8 @@ from functools import lru_cache
 from itertools import accumulate, chain, repeat
 
 from rulegen.slo.model import ResolvedSLO, SLOAlert, Tier
-from rulegen.slo.resolve import format_fraction
+from rulegen.slo.resolve import base_window, format_fraction, windows_of
+from rulegen.slo.windows import base_steps
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,21 @@ class Traffic:
     step: Decimal
     total: tuple[int, ...]
     errors: tuple[int, ...]
+    # Samples per step of the base recordings' form: 1 for ``increase()`` (2.x), which counts
+    # from a series' first sample; the 3.x form counts whole steps only, so while a window
+    # still reaches before the first sample it starts at the first step boundary
+    # (``rulegen.slo.windows.base_steps``).
+    grain: int = 1
 
     @classmethod
-    def of(cls, step: Decimal, phases: list[Phase]) -> Traffic:
+    def of(cls, step: Decimal, phases: list[Phase], grain: int = 1) -> Traffic:
         """Counters that start at 0 and grow phase by phase."""
         total = chain.from_iterable(repeat(p.total, max(0, p.steps)) for p in phases)
         errors = chain.from_iterable(repeat(p.errors, max(0, p.steps)) for p in phases)
-        return cls(step, tuple(accumulate(total, initial=0)), tuple(accumulate(errors, initial=0)))
+        return cls(
+            step, tuple(accumulate(total, initial=0)), tuple(accumulate(errors, initial=0)),
+            grain,
+        )  # fmt: skip
 
     @property
     def end(self) -> Decimal:
@@ -52,13 +61,17 @@ class Traffic:
     def window(self, counter: tuple[int, ...], at: Decimal, seconds: Decimal) -> int:
         """Events counted by a window recording of ``seconds`` at time ``at``."""
         now = int(at / self.step)
-        start = max(0, int((at - seconds) / self.step))
-        return counter[now] - counter[start]
+        return counter[now] - counter[now - _reach(now, int(seconds / self.step), self.grain)]
+
+
+def _reach(now: int, span: int, grain: int) -> int:
+    """Samples back to where a window of ``span`` samples at sample ``now`` starts counting."""
+    return min(span, now // grain * grain)
 
 
 def ratio(traffic: Traffic, at: Decimal, seconds: Decimal) -> float | None:
     """``slo:sli_error:ratio_rate<W>`` at ``at``, or None where the rule yields nothing."""
-    if at < traffic.step:
+    if at < traffic.step * traffic.grain:
         return None
     total = traffic.window(traffic.total, at, seconds)
     if total <= 0:
@@ -92,9 +105,10 @@ def _holds(
     long, short = int(long_window / traffic.step), int(short_window / traffic.step)
     minimum = None if min_traffic is None else float(min_traffic)
     seconds = float(short_window)
+    g = traffic.grain
     windows = zip(
-        _windowed(traffic.total, long), _windowed(traffic.errors, long),
-        _windowed(traffic.total, short), _windowed(traffic.errors, short), strict=True,
+        _windowed(traffic.total, long, g), _windowed(traffic.errors, long, g),
+        _windowed(traffic.total, short, g), _windowed(traffic.errors, short, g), strict=True,
     )  # fmt: skip
     out = [False] * len(traffic.total)
     for i, (long_total, long_errors, short_total, short_errors) in enumerate(windows):
@@ -108,10 +122,24 @@ def _holds(
     return tuple(out)
 
 
-def _windowed(counter: tuple[int, ...], steps: int) -> list[int]:
-    """``counter[i] - counter[max(0, i - steps)]`` at every sample: a window recording."""
-    head = [value - counter[0] for value in counter[:steps]]
+def _windowed(counter: tuple[int, ...], steps: int, grain: int = 1) -> list[int]:
+    """``counter[i] - counter[max(0, i - steps)]`` at every sample: a window recording (0
+    where it has nothing to count yet; with ``grain``, from the first step boundary)."""
+    if grain == 1:
+        head = [value - counter[0] for value in counter[:steps]]
+    else:
+        head = [
+            value - counter[i - _reach(i, steps, grain)] for i, value in enumerate(counter[:steps])
+        ]
     return head + [now - then for now, then in zip(counter[steps:], counter, strict=False)]
+
+
+def grain_of(slo: ResolvedSLO, step: Decimal) -> int:
+    """``Traffic.grain`` for this SLO's rules, on samples ``step`` apart."""
+    if not slo.left_open:
+        return 1
+    _, length = base_steps(base_window(windows_of(slo)), slo.evaluation)
+    return max(1, int(length / step))
 
 
 def _factor(value: Fraction) -> float:

@@ -36,6 +36,7 @@ from rulegen.slo.simulate import (
     Traffic,
     alert_timeline,
     evaluations,
+    grain_of,
     holds_series,
     onset,
     tier_holds,
@@ -112,7 +113,7 @@ def _min_traffic(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> list
     steps = _steps(e, warmup + max(t.short for t in alert.tiers))
     out = []
     for label, count in (("below", below), ("above", above)):
-        traffic = Traffic.of(e, [Phase(steps, count, count)])
+        traffic = Traffic.of(e, [Phase(steps, count, count)], grain_of(slo, e))
         fired = alert_timeline(slo, alert, traffic).first_firing()
         rate = f"{float(Fraction(count) / Fraction(e)):g} requests/s"
         if label == "below":
@@ -215,6 +216,7 @@ def _outage(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> TestCase:
             Phase(_steps(e, outage), n, n),
             Phase(_steps(e, recover), n, 0),
         ],
+        grain_of(slo, e),
     )
     timeline = alert_timeline(slo, alert, traffic)
     fired = timeline.first_firing(history)
@@ -254,7 +256,8 @@ def _slow_burn(
     reach = max(t.factor * Fraction(t.long) / Fraction(burn) for t in ticket.tiers)
     length = Decimal(ceil(reach / Fraction(e)) + 2) * e + ticket.for_seconds
     errors = int(ratio * n)
-    traffic = Traffic.of(e, [Phase(_steps(e, history), n, 0), Phase(_steps(e, length), n, errors)])
+    phases = [Phase(_steps(e, history), n, 0), Phase(_steps(e, length), n, errors)]
+    traffic = Traffic.of(e, phases, grain_of(slo, e))
     fired = alert_timeline(slo, ticket, traffic).first_firing(history)
     if fired is None:
         raise AssertionError(f"{slo.name}: the slow burn never opens a ticket")
@@ -308,7 +311,7 @@ def _edges(slo: ResolvedSLO, tier: Tier, series: SeriesMaker) -> list[TestCase]:
         ("just over", Fraction(101, 100), ceil),
     ):
         errors = min(n, int(rounding(threshold * scale * n)))
-        traffic = Traffic.of(e, [Phase(_steps(e, at), n, errors)])
+        traffic = Traffic.of(e, [Phase(_steps(e, at), n, errors)], grain_of(slo, e))
         holds = tier_holds(slo, tier, traffic, at)
         if holds != (label == "just over"):
             raise AssertionError(f"{slo.name}: the burn {label} tier {_name(tier)} misbehaves")
@@ -329,7 +332,8 @@ def _zero_traffic(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
     while (ratio * n).denominator != 1 and n < 10**12:
         n *= 10
     idle, busy, after = _steps(e, quiet), _steps(e, 2 * quiet), _steps(e, 4 * quiet)
-    traffic = Traffic.of(e, [Phase(idle, 0, 0), Phase(busy, n, int(ratio * n)), Phase(after, 0, 0)])
+    phases = [Phase(idle, 0, 0), Phase(busy, n, int(ratio * n)), Phase(after, 0, 0)]
+    traffic = Traffic.of(e, phases, grain_of(slo, e))
     first, stop, end = e * idle, e * (idle + busy), traffic.end
     own = _identity(slo)
     derived = f'{{__name__=~"{RATIO}.+|{BUDGET_LEFT}|{CURRENT_BURN}", {own[1:-1]}}}'
@@ -370,9 +374,10 @@ def _scrape_gap(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
     full_at = _steps(e, checked + base)
     gap = range(full_at + 1, full_at + 1 + _steps(e, 4 * base))
     steps = gap.stop + _steps(e, checked)
-    traffic = Traffic.of(e, [Phase(steps, _scale(slo, e), 0)])
+    traffic = Traffic.of(e, [Phase(steps, _scale(slo, e), 0)], grain_of(slo, e))
     scraped = tuple(k not in gap for k in range(steps + 1))
-    counts = term_counts(plan, slo.window, scraped, e)
+    counts = term_counts(plan, slo.window, scraped, e, left_open=slo.left_open,
+                         grain=grain_of(slo, e))  # fmt: skip
     window = counts[checked]
     short_at = min(range(gap.start, steps + 1), key=lambda k: (window[k] or 0, k))
     terms = int(slo.window / base)

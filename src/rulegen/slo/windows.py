@@ -17,6 +17,24 @@ LOOKBACK = Decimal(300)  # Prometheus' default --query.lookback-delta
 COARSE = 100  # a term holding 1/100 of the SLO window or more falls back when missing
 
 
+MAX_STEPS = 10  # the most evaluation steps the 3.x base form adds up (docs/slos.md)
+
+
+def base_steps(base: Decimal, evaluation: Decimal) -> tuple[int, Decimal]:
+    """How the Prometheus 3 base form cuts the base window: (number of steps, step length).
+
+    One step per evaluation, so that a counter reset loses nothing (each step sees it), up
+    to ``MAX_STEPS`` (longer steps then, of a whole number of evaluations). A base window
+    longer than the lookback (5m) is one step: a read one evaluation back must find the
+    sample that began the window even where samples are a base window apart (the long
+    history tests, a scrape interval as long as the window)."""
+    evaluations = int(base / evaluation)
+    if base > LOOKBACK:
+        return 1, base
+    count = max(k for k in range(1, min(evaluations, MAX_STEPS) + 1) if evaluations % k == 0)
+    return count, base / count
+
+
 @dataclass(frozen=True)
 class Term:
     """One addend of a window: the recording of ``window`` read ``offset`` seconds ago."""

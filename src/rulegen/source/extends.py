@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rulegen import diagnostics as codes
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic
 from rulegen.source import suggest
 from rulegen.source.loader import (

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from rulegen import diagnostics as codes
 from rulegen import promql, units
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, FieldPath, Severity
 from rulegen.source.loader import Origin, PathKey, Positions, Where
 

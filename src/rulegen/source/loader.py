@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 import yaml.reader
 
-from rulegen import diagnostics as codes
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, FieldPath
 
 PathKey = tuple[str | int, ...]

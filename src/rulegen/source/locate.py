@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from rulegen import diagnostics as codes
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic
 from rulegen.source import suggest
 from rulegen.source.credentials import SECRET_FIELDS, has_url_credentials

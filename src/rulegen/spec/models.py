@@ -204,6 +204,16 @@ class VictoriaMetricsTarget(SpecBase):
     max_query_len: int = Field(default=16384, ge=1024)
 
 
+class PrometheusSettings(SpecBase):
+    """The Prometheus that evaluates the rules: its version decides the PromQL semantics the
+    rules and generated tests are written for (docs/compatibility.md)."""
+
+    # A string: YAML reads an unquoted 3.10 as the number 3.1 (rulegen.service says so).
+    version: Annotated[
+        Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+\\.[0-9]+$", "default": "3.5"})
+    ] = "3.5"
+
+
 class TargetSettings(SpecBase):
     """Per-target settings; which targets are written is chosen with ``--target``."""
 
@@ -222,6 +232,7 @@ class SpecModel(SpecBase):
     runbook_url: str | None = None
     evaluation_interval: Duration = "30s"
     scrape_interval: Duration = "15s"
+    prometheus: PrometheusSettings = PrometheusSettings()
     selectors: dict[str, str] = {}
     alerts: Annotated[list[Any], Field(min_length=1)] | None = None
     slos: Annotated[list[SLOSpec], Field(min_length=1)] | None = None

@@ -101,13 +101,20 @@ def check_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runne
     return ToolResult(result.returncode == 0, messages, argv)
 
 
-def run_tests(files: Sequence[str], cwd: Path, runner: Runner = _default_runner) -> ToolResult:
-    """``promtool test rules``: the generated and the user's unit tests."""
-    argv = (find_promtool(), "test", "rules", *files)
+def run_tests(
+    files: Sequence[str], cwd: Path, runner: Runner = _default_runner, junit: Path | None = None
+) -> ToolResult:
+    """``promtool test rules``: the generated and the user's unit tests; with ``junit``,
+    promtool writes its JUnit XML report there too (promtool 2.55 or later)."""
+    report = (f"--junit={junit}",) if junit is not None else ()
+    argv = (find_promtool(), "test", "rules", *report, *files)
     result = runner(argv, cwd)
     text = (result.stdout + result.stderr).strip()
     if result.returncode == 0:
         return ToolResult(True, (), argv)
+    if len(files) == 1 and "Unit Testing:" not in text:
+        # promtool 3 no longer names the file it tests (2.x: ``Unit Testing:  FILE``)
+        text = f"Unit Testing:  {files[0]}\n{text}"
     return ToolResult(False, tuple(_test_failures(text)), argv, tuple(failed_assertions(text)))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from rulegen import diagnostics as codes
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, FieldPath, ValidationFailed
 from rulegen.fanout import usable_cpus
 from rulegen.routing.output import CONFIG

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from rulegen import diagnostics as codes
+from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, FieldPath, ValidationFailed
 from rulegen.validate import promtool, vmalert
 from rulegen.validate.crd import validate_prometheus_rule

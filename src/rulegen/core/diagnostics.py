@@ -37,6 +37,7 @@ CRD_SCHEMA = "crd/schema"  # a PrometheusRule object the CRD schema rejects
 VMALERT_CHECK = "vmalert/dry-run"  # ``vmalert -dryRun`` rejected a victoriametrics/ file
 TOOL_MISSING = "tool/missing"  # promtool, amtool (or matplotlib) is not installed
 TOOL_TIMEOUT = "tool/timeout"  # a tool did not finish in time
+TOOL_VERSION = "tool/version"  # a tool evaluates otherwise than the declared Prometheus
 OUTPUT_STALE = "output/stale"  # ``build --check``: a file differs from a fresh build
 OUTPUT_CONFLICT = "output/conflict"  # the output would replace a file rulegen did not write
 USAGE = "usage"  # a bad argument or set of inputs, a server problem
