@@ -452,7 +452,6 @@ def test_a_service_never_deployed_replays_from_raw_series(rows: list[dict[str, A
     assert all(r["warning"] is None for r in rows)
 
 
-@prometheus_2_expectations("the deployed recordings' episodes are 2.x's")
 def test_recorded_reads_the_deployed_recordings(
     deployed: History, history: History, rows: list[dict[str, Any]]
 ) -> None:

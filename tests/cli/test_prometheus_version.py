@@ -77,20 +77,21 @@ def _rules(root: Path) -> dict[str, bytes | None]:
     return snapshot(root / "rules")
 
 
-def test_the_output_follows_the_declaration_not_the_tools(in_tmp: Path, cli: Cli) -> None:
+def test_the_output_follows_the_declaration_not_the_tools(
+    in_tmp: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Same declaration, same bytes (whatever is on PATH); another declaration, other SLO
     rules and tests."""
     outputs = {}
+    path = os.environ.get("PATH", "")
     for version in ("2.42", "3.5"):
         write_tree(in_tmp / version, {"specs/web.yaml": SPEC.format(version=version)})
-        os.chdir(in_tmp / version)
+        monkeypatch.chdir(in_tmp / version)
+        monkeypatch.setenv("PATH", path)
         assert cli("build", "--no-validate").code == 0
         outputs[version] = _rules(in_tmp / version)
-        os.environ["PATH"] = "/nonexistent"  # no promtool at all: the same bytes again
-        try:
-            assert cli("build", "--no-validate").code == 0
-        finally:
-            os.environ["PATH"] = os.defpath
+        monkeypatch.setenv("PATH", "/nonexistent")  # no promtool at all: the same bytes again
+        assert cli("build", "--no-validate").code == 0
         assert _rules(in_tmp / version) == outputs[version]
     rules = "prometheus/web.slo.api.rules.yml"
     assert outputs["2.42"][rules] != outputs["3.5"][rules]

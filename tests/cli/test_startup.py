@@ -31,7 +31,8 @@ NETWORK = frozenset({"http", "ssl", "rulegen.promapi.client"})
 # module added here must stay light (no import of the pipeline).
 STARTUP = frozenset(
     {
-        "rulegen", "rulegen.__main__", "rulegen.cli", "rulegen.core.diagnostics", "rulegen.errors",
+        "rulegen", "rulegen.__main__", "rulegen.cli", "rulegen.core", "rulegen.core.diagnostics",
+        "rulegen.errors",
         "rulegen.units", "rulegen.promapi", "rulegen.progress", "rulegen.render",
         "rulegen.catalog", "rulegen.catalog.folders", "rulegen.lint", "rulegen.lint.check",
         "rulegen.backtest", "rulegen.backtest.command", "rulegen.diff", "rulegen.diff.command",

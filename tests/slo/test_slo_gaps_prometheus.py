@@ -100,9 +100,6 @@ def _model() -> list[int | None]:
     return counts[Decimal(DAY)]
 
 
-@prometheus_2_expectations(
-    "the coverage model of a real hole is 2.x's (increase over the hole's edges)"
-)
 def test_coverage_is_the_share_of_terms_the_hole_left_out(server: PrometheusServer) -> None:
     counts = _model()
     seen = []

@@ -13,6 +13,7 @@ itself never does.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -41,11 +42,24 @@ NEEDS_PROMETHEUS = pytest.mark.skipif(
 
 HOST = "127.0.0.1"
 # `create-blocks-from rules` evaluates a group at `slot + offset`, offset being Prometheus'
-# per-group jitter: xxhash64 of the file and group names, modulo the interval. This file and
-# group name give an offset of 87 microseconds for any interval dividing 60s (rounded away by
-# the API's millisecond timestamps), so backfilled samples land on exact multiples.
+# per-group jitter: xxhash64 of the labels {file, name}, modulo the interval. The labels are
+# hashed as `name 0xff value 0xff …` by 2.x and as `len name len value …` by 3.x (its
+# "stringlabels"), so each major version needs its own group name: these give an offset of
+# 87 µs (2.x) and 165 µs (3.x) for any interval dividing 60s, rounded away by the API's
+# millisecond timestamps, so backfilled samples land on exact multiples.
 BACKFILL_FILE = "rules.yml"
-BACKFILL_GROUP = "backfill-1149011"
+BACKFILL_GROUPS = {2: "backfill-1149011", 3: "backfill-20247"}
+
+
+@functools.cache
+def backfill_group() -> str:
+    """The backfill group name for the promtool in use (by its major version)."""
+    text = run_tool([find_tool("promtool", _HINT), "--version"], Path.cwd(), 30).stdout
+    found = re.search(r"version (\d+)\.", text)
+    major = int(found.group(1)) if found else 2
+    return BACKFILL_GROUPS[3 if major >= 3 else 2]
+
+
 MAX_POINTS = 11000  # the query API's limit of points per series
 # What ``rulegen repair`` needs of a server (``PrometheusServer(flags=, storage=)``): the admin
 # API, the remote-write receiver, and an out-of-order window reaching back to backfilled
@@ -292,7 +306,7 @@ def backfill_recordings(
         run_dir = workdir / f"backfill-level{index}"
         run_dir.mkdir()
         group = {
-            "name": BACKFILL_GROUP,
+            "name": backfill_group(),
             "interval": f"{interval}s",
             "rules": [
                 {k: rule[k] for k in ("record", "expr", "labels") if k in rule} for rule in rules
