@@ -213,12 +213,15 @@ _TOP_PROMETHEUS = re.compile(r"^prometheus[ \t]*:", re.MULTILINE)
 _DECLARED = re.compile(r'^(\s*prometheus: \{version: )"[0-9.]+"\}', re.MULTILINE)
 
 
-def for_stack(text: str) -> str:
+def for_stack(text: str, redeclare: bool = False) -> str:
     """A spec's (or defaults file's) text for the stack under test: as written on the current
-    stack; on another, its declared version replaced, or a declaration added at its end."""
+    stack; on another, a declaration added at its end when it has none, and with
+    ``redeclare`` (a copy of the example, which declares 3.5) its declared version replaced."""
     if STACK_VERSION is None:
         return text
     if _DECLARED.search(text):
+        if not redeclare:
+            return text  # the test chose its version
         return _DECLARED.sub(rf'\1"{STACK_VERSION}"}}', text)
     if _TOP_SERVICE.search(text) and not _TOP_PROMETHEUS.search(text) and _a_mapping(text):
         return text.rstrip("\n") + f'\nprometheus: {{version: "{STACK_VERSION}"}}\n'
@@ -239,7 +242,8 @@ def specs_for_stack(folder: Path) -> Path:
     if STACK_VERSION is not None:
         for path in folder.rglob("*.y*ml"):
             if "tests" not in path.relative_to(folder).parts:
-                path.write_text(for_stack(path.read_text(encoding="utf-8")), encoding="utf-8")
+                path.write_text(for_stack(path.read_text(encoding="utf-8"), redeclare=True),
+                                encoding="utf-8")  # fmt: skip
     return folder
 
 
@@ -248,7 +252,8 @@ def copy_specs(source: Path, target: Path) -> Path:
     shutil.copytree(source, target)
     if STACK_VERSION is not None:
         for path in target.rglob("*.y*ml"):
-            path.write_text(for_stack(path.read_text(encoding="utf-8")), encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
+            path.write_text(for_stack(text, redeclare=True), encoding="utf-8")
     return target
 
 
