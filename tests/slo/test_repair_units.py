@@ -115,3 +115,69 @@ def test_base_terms_are_bridged_across_a_raw_gap() -> None:
     # straddling its end: the part inside, plus the real increase after it
     after = f"increase({selector}[120000ms] @ 7320.000)"
     assert bridged(rule, WINDOW, gap, 122 * MINUTE) == f"sum ((({after} + {part}) or {part}))"
+
+
+def _stepped_group() -> SLOGroup:
+    """The Prometheus 3 base form of ``_group``'s total: five one-minute steps."""
+    x = 'x_total{job="a"}'
+
+    def step(i: int) -> str:
+        now = f"{x} offset {i}m" if i else x
+        before = f"{x} offset {i + 1}m"
+        added = f"{now} - {before} >= 0 or {now} < {before}"
+        return f'label_replace({added}, "slo_step", "{i}", "", "")'
+
+    expr = "sum(\n" + "\n  or\n".join(step(i) for i in range(5)) + "\n)"
+    total = RecordingRule("slo:sli_total:increase5m", expr, (), Origin("s", 1, 1, FieldPath()))
+    return SLOGroup("shop", "checkout", MINUTE, WINDOW, 86_400_000, (total,), total)
+
+
+def _added(start_s: int, end_s: int) -> str:
+    now, before = f'x_total{{job="a"}} @ {end_s}.000', f'x_total{{job="a"}} @ {start_s}.000'
+    return f"({now} - {before} >= 0 or {now} < {before})"
+
+
+def test_prometheus_3_steps_are_bridged_across_a_raw_gap() -> None:
+    group = _stepped_group()
+    rule = group.base_total
+    assert reads_raw(rule, group)
+    gap = RawGap(60 * MINUTE, 120 * MINUTE)
+    whole = _added(3600, 7200)
+    assert bridged(rule, WINDOW, gap, 60 * MINUTE) is None
+    assert bridged(rule, WINDOW, gap, 125 * MINUTE) is None
+    assert bridged(rule, WINDOW, RawGap(60 * MINUTE, 62 * MINUTE), 64 * MINUTE) is None
+    # inside the gap: every step one minute of the gap's increase, tags kept
+    text = bridged(rule, WINDOW, gap, 90 * MINUTE)
+    assert text is not None
+    part = f"({whole} * {1 / 60!r})"
+    assert text.count(part) == 5
+    assert text.count('"slo_step"') == 5
+    assert "offset" not in text
+    # straddling its start at 62m: steps (61m, 62m] and (60m, 61m] in the gap, the three
+    # before it read as they are
+    text = bridged(rule, WINDOW, gap, 62 * MINUTE)
+    assert text is not None
+    assert text.count(part) == 2
+    assert text.count("offset") == 3 * 4
+    # a step across the gap's start: the real part before it plus the part inside
+    half = RawGap(60 * MINUTE + 30_000, 120 * MINUTE)
+    text = bridged(rule, WINDOW, half, 61 * MINUTE)
+    assert text is not None
+    inside = f"({_added(3630, 7200)} * {30 / 3570!r})"
+    assert f"(({_added(3600, 3630)} + {inside}) or {inside})" in text
+    # and across its end
+    text = bridged(rule, WINDOW, RawGap(60 * MINUTE, 120 * MINUTE + 30_000), 121 * MINUTE)
+    assert text is not None
+    inside = f"({_added(3600, 7230)} * {30 / 3630!r})"
+    assert f"(({_added(7230, 7260)} + {inside}) or {inside})" in text
+
+
+def test_a_difference_of_two_counters_is_not_a_step() -> None:
+    rule = RecordingRule(
+        "r",
+        "sum(a offset 1m - b offset 2m >= 0 or a offset 1m < b offset 2m)",
+        (),
+        Origin("s", 1, 1, FieldPath()),
+    )
+    group = SLOGroup("shop", "checkout", MINUTE, WINDOW, 86_400_000, (rule,), rule)
+    assert not reads_raw(rule, group)

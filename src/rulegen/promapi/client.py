@@ -443,7 +443,9 @@ class PrometheusAPI:
         if isinstance(body, dict) and body.get("status") == "error":
             error = body.get("error")
             text = " ".join(error.split()) if isinstance(error, str) else "no reason given"
-            raise QueryRejected(f"Prometheus at {self.url} rejected the query: {shown(text, 500)}")
+            raise QueryRejected(
+                f"Prometheus at {self.url} rejected the query: {shown(text, 500)}{_hint(text)}"
+            )
         if answer.status != 200:
             text = answer.body.decode("utf-8", "backslashreplace")
             status = " ".join(str(p) for p in (answer.status, shown(answer.reason, 40)) if p)
@@ -606,3 +608,19 @@ def _split(url: str) -> _Parts:
 
 def _number(seconds: float) -> str:
     return repr(seconds) if math.isfinite(seconds) else "0"
+
+
+PANIC = "runtime error:"
+"""How Prometheus reports a crash of its query engine (a recovered Go panic)."""
+
+
+def _hint(error: str) -> str:
+    """What a user can do about a crash inside Prometheus, where one is known: Prometheus
+    3.x (3.5.3 and later releases too) panics reading a block whose series have deletion
+    tombstones (``tombstones.Intervals.Add``, docs/compatibility.md); cleaning them fixes it."""
+    if PANIC not in error:
+        return ""
+    return (
+        " (a crash inside Prometheus, not a fault of the query; after a delete_series, "
+        "Prometheus 3 crashes this way until POST /api/v1/admin/tsdb/clean_tombstones)"
+    )
