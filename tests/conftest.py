@@ -190,7 +190,7 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 # tests write then declare that version (rulegen refuses a promtool of other semantics than
 # the declared version), unless they declare one themselves. `make test-current` (3.5 LTS,
 # the default version) leaves them as written.
-STACK_VERSION = os.environ.get("RULEGEN_TEST_PROMETHEUS")
+STACK_VERSION = os.environ.get("RULEGEN_TEST_PROMETHEUS") or None
 ON_PROMETHEUS_2 = STACK_VERSION is not None and STACK_VERSION.startswith("2.")
 
 

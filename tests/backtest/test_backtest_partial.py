@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import for_stack
 from support.prometheus import (
     NEEDS_PROMETHEUS,
     create_blocks_from_openmetrics,
@@ -57,7 +58,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     workdir = tmp_path_factory.mktemp("partial")
     specs = workdir / "specs"
     specs.mkdir()
-    (specs / "short.yaml").write_text(SPEC)
+    (specs / "short.yaml").write_text(for_stack(SPEC))
     times = [T0 + i * STEP for i in range(HOURS * 60 + 1)]
     series = [
         ('requests_total{code="200"}', [(t, float(100 * i)) for i, t in enumerate(times)]),

@@ -9,11 +9,20 @@ semantics differ, instead of failing tests that are right for the declared versi
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, CliResult, snapshot, write_tree
+from conftest import (
+    ON_PROMETHEUS_2,
+    REPO,
+    STACK_VERSION,
+    CliResult,
+    run_rulegen,
+    snapshot,
+    write_tree,
+)
+from support.prometheus import PrometheusServer
 
 from rulegen.core.versions import PrometheusVersion, same_semantics, tool_version
 
@@ -127,3 +136,93 @@ def test_a_promtool_of_other_semantics_is_one_line_and_exit_2(
         "rulegen: 1 error(s); nothing written",
     ]
     assert not (in_tmp / "rules").exists()
+
+
+SERVED = """
+    version: 1
+    service: web
+    prometheus: {{version: "{version}"}}
+    alerts:
+      - signal: custom
+        name: ErrorsHigh
+        expr: sum(rate(http_requests_total{{code=~"5.."}}[5m])) > 1
+        for: 5m
+        severity: critical
+        summary: errors
+    slos:
+      - name: api
+        objective: 99.9%
+        evaluation_interval: 1m
+        sli:
+          ratio: {{errors: 'http_requests_total{{code=~"5.."}}', total: http_requests_total}}
+    """
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
+    """A real, empty Prometheus of the stack under test (admin API on: repair's needs)."""
+    folder = tmp_path_factory.mktemp("served")
+    server = PrometheusServer(folder / "data", folder, flags=["--web.enable-admin-api"])
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _other_version() -> tuple[str, str, str]:
+    """A declaration of the other semantics than the stack's server, its semantics, and
+    the major version the message asks for."""
+    if ON_PROMETHEUS_2:
+        return "3.5", "left-open", "3.x"
+    return "2.42", "closed", "2.x"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["repair", "specs", "--dry-run"], id="repair"),
+        pytest.param(["backtest", "specs", "--from", "-1h", "--to", "now"], id="backtest"),
+        pytest.param(["lint", "specs"], id="lint"),
+        pytest.param(
+            ["diff", "specs", "--base-dir", "base", "--from", "-1h", "--to", "now"], id="diff"
+        ),
+    ],
+)
+def test_a_server_of_other_semantics_is_one_line_and_exit_2(
+    command: list[str], served: PrometheusServer, in_tmp: Path
+) -> None:
+    declared, semantics, major = _other_version()
+    write_tree(in_tmp, {"specs/web.yaml": SERVED.format(version=declared),
+                        "base/web.yaml": SERVED.format(version=declared)})  # fmt: skip
+    version = served.api("status/buildinfo", {})["version"].split("+")[0]  # 3.5.3+ds1
+    wanted = ".".join(version.split(".")[:2])
+    result = run_rulegen(*command, "--prometheus", served.url, cwd=in_tmp)
+    assert (result.code, result.out) == (2, ""), result.err
+    prefix = "current: " if command[0] == "diff" else ""
+    assert result.err.splitlines() == [
+        f"{prefix}specs/web.yaml:3:23: prometheus.version: declares Prometheus {declared} "
+        f"({semantics} range selectors) but the Prometheus at {served.url} is {version}, which "
+        f'evaluates the rules otherwise: set prometheus.version to "{wanted}", or point '
+        f"--prometheus at a Prometheus {major}",
+        "rulegen: 1 error(s); nothing written",
+    ]
+
+
+@pytest.mark.slow
+def test_a_base_of_other_semantics_is_diffed_with_a_warning(
+    served: PrometheusServer, in_tmp: Path
+) -> None:
+    """A diff across a migration: the base declares the other semantics, the current specs
+    the server's."""
+    declared, _, _ = _other_version()
+    own = STACK_VERSION or "3.5"
+    write_tree(in_tmp, {"specs/web.yaml": SERVED.format(version=own),
+                        "base/web.yaml": SERVED.format(version=declared)})  # fmt: skip
+    result = run_rulegen(
+        "diff", "specs", "--base-dir", "base", "--prometheus", served.url, "--from", "-1h",
+        "--to", "now", cwd=in_tmp,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert f"its rules are for Prometheus {declared}, replayed on the Prometheus at " in result.err

@@ -224,6 +224,7 @@ def run(
     from rulegen.backtest.targets import recordings, targets
     from rulegen.build import build
     from rulegen.load import discover, display
+    from rulegen.validate.server import declared_by, refuse_other_server
 
     stdout = out or sys.stdout
     steps = progress or Reporter("silent", sys.stderr)
@@ -246,6 +247,7 @@ def run(
     extra = deployment.points() if deployment is not None else 0
     _check_points(queries * sum(points), extra, len(chosen), queries, span, args.step)
     client.check()
+    refuse_other_server(declared_by(result.services), client.api)
     if deployment is not None:
         deployment.left_open = left_open(client)
     bar = _progress_bar(args, points, queries, steps)

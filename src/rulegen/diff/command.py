@@ -22,6 +22,7 @@ from rulegen.errors import SpecError, UsageError
 from rulegen.promapi import MAX_BYTES, timeout_arg
 
 if TYPE_CHECKING:  # the rest is imported when the command runs: ``rulegen --help`` needs none
+    from rulegen.backtest.query import Client
     from rulegen.catalog import Catalog
     from rulegen.diff.model import Diff
     from rulegen.diff.versions import Version
@@ -109,11 +110,39 @@ def run(
     if span is not None:
         client = Client(args.prometheus, timeout=args.timeout)
         client.check()
+        _check_server(client, old, new, stderr)
         backtest_diff(diff, old, new, client, span)
         for warning in diff.warnings:
             stderr.write(f"rulegen: warning: {warning}\n")
     stdout.write(reports[args.format](diff))
     return exit_code(diff, args.exit_code)
+
+
+def _check_server(client: Client, old: Version, new: Version, stderr: TextIO) -> None:
+    """The current specs must declare the server's Prometheus semantics (``SpecError``
+    otherwise); the base may be the other side of a migration: its rules are replayed on
+    this server all the same, with a warning."""
+    from rulegen.core.versions import same_semantics
+    from rulegen.diff.versions import errors_of
+    from rulegen.validate.server import declared_by, mismatches, server_version
+
+    found = server_version(client.api)
+    with errors_of(new.label):
+        problems = mismatches(declared_by(new.result.services), client.api, found)
+        if problems:
+            raise SpecError(problems)
+    if found is None:
+        return
+    other = sorted(
+        {str(d.version) for d in declared_by(old.result.services)
+         if not same_semantics(d.version, found)}
+    )  # fmt: skip
+    if other:
+        stderr.write(
+            f"rulegen: warning: {old.label}: its rules are for Prometheus {', '.join(other)}, "
+            f"replayed on the Prometheus at {client.api.url} ({'.'.join(map(str, found))}), "
+            "which evaluates them otherwise\n"
+        )
 
 
 def _versions(args: argparse.Namespace, catalog: Catalog) -> tuple[Version, Version]:

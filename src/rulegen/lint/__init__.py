@@ -64,6 +64,11 @@ def lint(
     sources = _sources(files, loaded.positions)
     checks = [c for c in CHECKS if c.id not in disable and (prometheus or not c.online)]
     server = Server(prometheus, timeout) if prometheus and any(c.online for c in checks) else None
+    if server is not None:
+        from rulegen.validate.server import declared_by, refuse_other_server
+
+        steps.step("asking Prometheus for its version")
+        refuse_other_server(declared_by(loaded.specs), server.api)
     for check in checks:
         if server is not None and check.prepare is not None:
             steps.step(f"asking Prometheus for {check.id}")

@@ -62,6 +62,7 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     from rulegen.promapi.client import PrometheusAPI
     from rulegen.repair.plan import slo_group
     from rulegen.repair.write import apply, check_server
+    from rulegen.validate.server import declared_by, refuse_other_server
 
     stdout = out or sys.stdout
     now = time.time()
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     groups = [slo_group(s.service, slo) for s in result.services for slo in s.slos]
     if not groups:
         raise UsageError("no SLOs in the specs")
+    refuse_other_server(declared_by(result.services), client)
     repairs = [r for g in groups if (r := _plan(client, g, start, end, stdout)) is not None]
     verb = "would rewrite" if args.dry_run else "rewriting"
     for repair in repairs:
