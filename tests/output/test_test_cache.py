@@ -123,10 +123,10 @@ def test_the_rule_check_and_amtool_checks_are_recorded_and_rerun_on_a_change(
     write_tree(in_tmp, {"specs/routing.yaml": ROUTING.replace("critical", "warning")})
     rerouted = cli("build", "--test-cache", "cache")
     assert rerouted.code == 0, rerouted.err
-    assert _lines(rerouted, "amtool") == [
-        "amtool check-config: alertmanager.yml ok",
-        f"amtool routing tests: {_lines(again, 'amtool routing')[0].split()[3]} passed",
-    ]
+    checked, routed = _lines(rerouted, "amtool")
+    # (amtool 0.27 on checks the matcher modes too: "… ok (and with utf8-strict-mode …)")
+    assert checked.startswith("amtool check-config: alertmanager.yml ok")
+    assert routed == f"amtool routing tests: {_lines(again, 'amtool routing')[0].split()[3]} passed"
     assert _lines(rerouted, "promtool check")[0].endswith("(unchanged since a recorded pass)")
     _repo(in_tmp, web_limit=12)
     changed = cli("build", "--test-cache", "cache")

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, CliResult, copy_specs, spec_errors, write_tree
+from conftest import ON_PROMETHEUS_2, REPO, CliResult, copy_specs, spec_errors, write_tree
 
 from rulegen.routing.load import load_routing
 from rulegen.routing.model import ResolvedRouting
 from rulegen.source.loader import load_file
+from rulegen.validate import amtool
 
 Cli = Callable[..., CliResult]
 
@@ -468,7 +469,11 @@ def test_the_example_builds_and_every_routing_test_passes(
     assert result.code == 0, result.err
     config = yaml.safe_load((in_tmp / "rules/alertmanager/alertmanager.yml").read_text())
     tests = yaml.safe_load((in_tmp / "rules/alertmanager/routing-tests.yml").read_text())
-    assert "amtool check-config: alertmanager.yml ok" in result.out.splitlines()
+    # checked in every matcher mode the amtool has (0.27 on): a team may run any of them
+    modes = amtool.matcher_modes(amtool.build_info())
+    assert modes == (() if ON_PROMETHEUS_2 else ("utf8-strict-mode", "classic-mode"))
+    also = " (and with utf8-strict-mode and classic-mode)" if modes else ""
+    assert f"amtool check-config: alertmanager.yml ok{also}" in result.out.splitlines()
     assert f"amtool routing tests: {len(tests['tests'])} passed" in result.out.splitlines()
     assert len(tests["tests"]) > 3  # the user's three, then one per generated alert
     assert config["global"]["smtp_smarthost"] == "smtp.internal:587"  # from the base file
@@ -750,3 +755,47 @@ def test_the_python_walk_agrees_with_amtool_on_edge_cases(in_tmp: Path, cli: Cli
         amtool = list(pool.map(lambda labels: amtool_receivers(config, labels), HAND_PICKED))
 
     assert [routing.receivers_for(labels) for labels in HAND_PICKED] == amtool
+
+
+AWKWARD = """\
+version: 1
+routing:
+  default_receiver: default
+  receivers:
+    - {name: default, webhook: {url: 'http://sink.internal/default'}}
+    - {name: odd, webhook: {url: 'http://sink.internal/odd'}}
+  routes:
+    - match: {team: 'ml infra, "gpu"'}
+      receiver: odd
+    - match: {site: 'zürich'}
+      receiver: odd
+    - match_re: {region: 'eu-(west|north) \\d+|\\{a,b\\}'}
+      receiver: odd
+  tests:
+    - labels: {team: 'ml infra, "gpu"'}
+      receivers: [odd]
+    - labels: {site: 'zürich'}
+      receivers: [odd]
+    - labels: {region: 'eu-west 1'}
+      receivers: [odd]
+    - labels: {region: '{a,b}'}
+      receivers: [odd]
+    - labels: {team: 'ml infra'}
+      receivers: [default]
+"""
+
+
+@needs_tools
+@pytest.mark.slow
+def test_awkward_matcher_values_load_in_every_matcher_mode(in_tmp: Path, cli: Cli) -> None:
+    """Spaces, commas, quotes, braces, backslashes and non-ASCII in matched values: the
+    matchers rulegen writes load in Alertmanager's default parser and, from 0.27 on, in its
+    UTF-8 strict and classic modes, and route as the tests say."""
+    write_tree(in_tmp, {"specs/web.yaml": SERVICE, "specs/routing.yaml": AWKWARD})
+    result = cli("build")
+    assert result.code == 0, result.out + result.err
+    modes = amtool.matcher_modes(amtool.build_info())
+    also = " (and with utf8-strict-mode and classic-mode)" if modes else ""
+    assert f"amtool check-config: alertmanager.yml ok{also}" in result.out.splitlines()
+    assert "does not load in" not in result.out + result.err
+    assert "amtool routing tests: 6 passed" in result.out.splitlines()

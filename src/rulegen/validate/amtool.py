@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rulegen.core import versions
 from rulegen.validate.tools import find_tool, run_tool
 
 INSTALL_HINT = (
@@ -44,9 +45,24 @@ def build_info() -> str | None:
     return (result.stdout or result.stderr).strip() or None
 
 
-def check_config(config: str, cwd: Path) -> ToolResult:
-    """``amtool check-config``: syntax, receivers, templates."""
-    result = _run([find_amtool(), "check-config", config], cwd)
+MATCHER_MODES = ("utf8-strict-mode", "classic-mode")
+"""Alertmanager's matcher parsers besides the default (0.27 on: UTF-8 first, falling back to
+the classic parser): a generated config must load whichever one a team runs."""
+MATCHER_MODES_SINCE = (0, 27)
+
+
+def matcher_modes(info: str | None) -> tuple[str, ...]:
+    """The ``--enable-feature`` matcher modes this amtool (its ``--version`` text) knows:
+    none before 0.27, which has the classic parser only."""
+    found = versions.tool_version(info or "")
+    return MATCHER_MODES if found is not None and found[:2] >= MATCHER_MODES_SINCE else ()
+
+
+def check_config(config: str, cwd: Path, feature: str | None = None) -> ToolResult:
+    """``amtool check-config``: syntax, receivers, templates; with ``feature``, under that
+    ``--enable-feature`` (a matcher mode)."""
+    flags = [f"--enable-feature={feature}"] if feature else []
+    result = _run([find_amtool(), *flags, "check-config", config], cwd)
     lines = (result.stdout + result.stderr).splitlines()
     messages = tuple(
         line.strip()
@@ -57,6 +73,13 @@ def check_config(config: str, cwd: Path) -> ToolResult:
     return ToolResult(result.returncode == 0, failed)
 
 
+def quoted(value: str) -> str:
+    """A label value as a double-quoted matcher value, which every amtool parser reads the
+    same (classic, UTF-8, and 0.27's fallback): bare, a space, comma or quote cuts it."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
 def routes_test(
     config: str, labels: Mapping[str, str], receivers: Sequence[str], cwd: Path
 ) -> ToolResult:
@@ -64,7 +87,7 @@ def routes_test(
     argv = [
         find_amtool(), "config", "routes", "test", f"--config.file={config}",
         f"--verify.receivers={','.join(receivers)}",
-        *(f"{k}={v}" for k, v in sorted(labels.items())),
+        *(f"{k}={quoted(v)}" for k, v in sorted(labels.items())),
     ]  # fmt: skip
     result = _run(argv, cwd)
     got = result.stdout.strip().splitlines()[0] if result.stdout.strip() else "(nothing)"

@@ -46,15 +46,36 @@ def validate_routing(
             ],
             "amtool check-config failed:",
         )
+    loaded, warnings = _other_modes(folder)
     failures = _route_failures(folder, cases, origins or {})
     if failures:
         raise ValidationFailed(failures, "amtool routing tests failed:", indent="")
-    if cache is not None:
+    if cache is not None and not warnings:
         cache.remember(key, CONFIG)
+    also = f" (and with {' and '.join(loaded)})" if loaded else ""
     return [
-        "amtool check-config: alertmanager.yml ok",
+        f"amtool check-config: alertmanager.yml ok{also}",
         f"amtool routing tests: {len(cases)} passed",
+        *warnings,
     ]
+
+
+def _other_modes(folder: Path) -> tuple[list[str], list[str]]:
+    """The opt-in matcher modes (``--enable-feature``) the config loads in, and a warning per
+    mode it does not: what rulegen writes loads in all of them, a base file's own matchers
+    may not, and a team running the default mode need not care (so not an error)."""
+    loaded, warnings = [], []
+    for mode in amtool.matcher_modes(amtool.build_info()):
+        checked = amtool.check_config(CONFIG, folder, mode)
+        if checked.ok:
+            loaded.append(mode)
+        else:
+            reason = "; ".join(checked.messages) or "amtool gave no reason"
+            warnings.append(
+                f"warning: {CONFIG} does not load in Alertmanager's {mode} "
+                f"(--enable-feature={mode}): {reason}"
+            )
+    return loaded, warnings
 
 
 def _route_failures(
