@@ -286,6 +286,38 @@ CASES = [
         "",
     ),
     Case(
+        "promql/version: a function added after the declared release, and an experimental one",
+        spec("""
+        prometheus: {version: "2.42"}
+        recordings:
+          - record: job:latency:mean5m
+            expr: 'histogram_avg(rate(http_request_duration_seconds[5m]))'
+          - record: job:up:sorted
+            expr: 'sort_by_label(up, "instance") or limitk by (job) (1, up)'
+        """),
+        "specs/web.yaml:8:11: [promql/version] error: job:latency:mean5m: histogram_avg needs "
+        "Prometheus 2.51 or later (declared 2.42)\n"
+        "specs/web.yaml:10:11: [promql/version] error: job:up:sorted: limitk needs Prometheus "
+        "2.54 or later (declared 2.42)\n"
+        "specs/web.yaml:10:11: [promql/version] error: job:up:sorted: sort_by_label needs "
+        "Prometheus 2.49 or later (declared 2.42)\n",
+        1,
+    ),
+    Case(
+        "promql/version: experimental on 3.5, and a name inside a string is not a call",
+        spec("""
+        recordings:
+          - record: job:up:sorted
+            expr: 'sort_by_label(up{note="histogram_avg(x)"}, "instance")'
+          - record: job:latency:mean5m
+            expr: 'histogram_avg(rate(http_request_duration_seconds[5m]))'
+        """),
+        "specs/web.yaml:7:11: [promql/version] error: job:up:sorted: sort_by_label is "
+        "experimental in Prometheus 3.5: Prometheus refuses it unless started with "
+        "--enable-feature=promql-experimental-functions, and promtool refuses it\n",
+        1,
+    ),
+    Case(
         "custom/untested: a custom alert with examples is fine",
         spec("""
         alerts:

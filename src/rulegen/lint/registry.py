@@ -14,6 +14,7 @@ from rulegen.lint.checks import (
     for_unreachable,
     label_conflict,
     label_severity,
+    promql_version,
     rate_window,
     scrape_interval,
     selector_unscoped,
@@ -24,6 +25,7 @@ from rulegen.lint.checks import (
 )
 
 CHECKS: tuple[Check, ...] = (
+    promql_version.CHECK,
     rate_window.CHECK,
     for_too_short.CHECK,
     for_unreachable.CHECK,
