@@ -886,3 +886,28 @@ def test_provisioning_is_a_grafana_file_provider() -> None:
     assert provider["name"]
     assert Path(provider["options"]["path"]).is_absolute()
     assert provider["allowUiUpdates"] is False  # edits in the UI would be lost on the next build
+
+
+UTF8_NAMES = """\
+version: 1
+service: web
+runbook_url: https://runbooks.example.com/{alert}
+alerts:
+  - signal: custom
+    name: DotMetricHigh
+    expr: 'sum by ("k8s.pod") (rate({"http.requests", code=~"5.."}[5m])) > 1'
+    for: 5m
+    severity: warning
+    summary: high
+"""
+
+
+def test_utf8_names_in_a_custom_alert_give_queries_that_run(in_tmp: Path, cli: Cli) -> None:
+    """Prometheus 3's quoted UTF-8 names: the PromQL parser's printer drops the quotes
+    (``by (k8s.pod)``), so the panel must show the alert's own text, not a reprint."""
+    write_tree(in_tmp, {"specs/web.yaml": UTF8_NAMES})
+    assert cli("build", "--no-validate").code == 0
+    board = json.loads((in_tmp / "rules/grafana/web.json").read_text("utf-8"))
+    assert promql_problems(board) == []
+    exprs = [expr for _, expr in queries(board)]
+    assert 'sum by ("k8s.pod") (rate({"http.requests", code=~"5.."}[5m])) > 1' in exprs

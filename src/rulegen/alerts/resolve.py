@@ -275,7 +275,12 @@ def _reading(expr: str) -> Comparison | None:
     if op is None or not isinstance(parsed.rhs, promql_parser.NumberLiteral):
         return None
     number = Decimal(repr(parsed.rhs.val)).normalize()
-    return Comparison(Expression(str(parsed.lhs)), op, Threshold(number, "number"))
+    quantity = str(parsed.lhs)
+    if promql.check_syntax(quantity) is not None:
+        # the parser's printer drops the quotes of UTF-8 names (``by ("k8s.pod")`` comes
+        # out ``by (k8s.pod)``): no reading rather than a dashboard query that cannot run
+        return None
+    return Comparison(Expression(quantity), op, Threshold(number, "number"))
 
 
 def _catalog(
