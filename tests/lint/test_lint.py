@@ -318,6 +318,30 @@ CASES = [
         1,
     ),
     Case(
+        "promql/version: quoted UTF-8 names before 3.0, none on 3.5",
+        spec("""
+        prometheus: {version: "2.53"}
+        recordings:
+          - record: job:requests:rate5m
+            expr: 'sum by ("k8s.pod") (rate({"http.requests", code=~"5.."}[5m]))'
+          - record: job:requests:plain
+            expr: 'sum by (pod) (rate(http_requests_total{code=~"5.."}[5m]))'
+        """),
+        "specs/web.yaml:8:11: [promql/version] error: job:requests:rate5m: the UTF-8 name(s) "
+        '"k8s.pod", "http.requests" need Prometheus 3.0 or later (declared 2.53), whose names '
+        "may hold any character\n",
+        1,
+    ),
+    Case(
+        "promql/version: quoted UTF-8 names on 3.5 are fine",
+        spec("""
+        recordings:
+          - record: job:requests:rate5m
+            expr: 'sum by ("k8s.pod") (rate({"http.requests", code=~"5.."}[5m]))'
+        """),
+        "",
+    ),
+    Case(
         "custom/untested: a custom alert with examples is fine",
         spec("""
         alerts:

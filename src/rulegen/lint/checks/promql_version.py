@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
+
+import promql_parser
 
 from rulegen.core.diagnostics import FieldPath
 from rulegen.core.versions import PrometheusVersion
@@ -61,6 +64,48 @@ def calls(expr: str) -> list[str]:
     return list(dict.fromkeys(m.group(1).lower() for m in _CALL.finditer(bare)))
 
 
+_METRIC = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+UTF8_SINCE = (3, 0)
+
+
+def utf8_names(expr: str) -> list[str]:
+    """The metric and label names of ``expr`` that only Prometheus 3's UTF-8 names allow
+    (quoted: ``{"http.requests"}``, ``by ("k8s.pod")``), in order, each once."""
+    found: dict[str, None] = {}
+
+    def visit(node: Any) -> None:
+        metrics, labels = _names(node)
+        found.update((m, None) for m in metrics if not _METRIC.match(m))
+        found.update((n, None) for n in labels if not _LABEL.match(n))
+
+    try:
+        promql_parser.walk(promql_parser.parse(expr), visit)
+    except (ValueError, RuntimeError):
+        return []  # not PromQL: the spec error says so
+    return list(found)
+
+
+def _names(node: Any) -> tuple[list[str], list[str]]:
+    """The metric names and the label names one node writes (not its children's)."""
+    if isinstance(node, promql_parser.VectorSelector):
+        metrics = [node.name] if node.name else []
+        labels = []
+        for matcher in node.matchers.matchers:
+            if matcher.name != "__name__":
+                labels.append(matcher.name)
+            elif str(matcher.op).endswith("Equal"):
+                metrics.append(matcher.value)
+        return metrics, labels
+    if isinstance(node, promql_parser.AggregateExpr) and node.modifier is not None:
+        return [], list(node.modifier.labels)
+    if isinstance(node, promql_parser.BinaryExpr) and node.modifier is not None:
+        matching = node.modifier.matching
+        on = list(matching.labels) if matching is not None else []
+        return [], [*on, *(node.modifier.group_labels or ())]
+    return [], []
+
+
 def problem(name: str, declared: PrometheusVersion) -> str | None:
     """Why the declared Prometheus does not evaluate ``name``, or ``None`` when it does."""
     life = LIVES[name]
@@ -91,22 +136,31 @@ def expressions(spec: ResolvedSpec) -> Iterator[tuple[str, FieldPath, str]]:
 
 
 def run(scope: Scope) -> None:
-    """A custom alert or recording whose PromQL calls a function the declared Prometheus
-    (``prometheus.version``) does not evaluate: one added in a later release, or one still
-    experimental there. Prometheus refuses the whole rule file at load (every rule of it
-    stops), and promtool refuses it in the build."""
+    """A custom alert or recording whose PromQL the declared Prometheus
+    (``prometheus.version``) does not evaluate: a function added in a later release or still
+    experimental there, or a quoted UTF-8 metric or label name before 3.0. Prometheus refuses
+    the whole rule file at load (every rule of it stops), and promtool refuses it in the
+    build."""
     declared = scope.spec.prometheus
     for name, path, expr in expressions(scope.spec):
         for function in calls(expr):
             why = problem(function, declared)
             if why is not None:
                 scope.report(scope.field(path, "expr"), f"{name}: {why}")
+        utf8 = utf8_names(expr) if (declared.major, declared.minor) < UTF8_SINCE else []
+        if utf8:
+            shown = ", ".join(f'"{n}"' for n in utf8)
+            scope.report(
+                scope.field(path, "expr"),
+                f"{name}: the UTF-8 name(s) {shown} need Prometheus 3.0 or later (declared "
+                f"{declared}), whose names may hold any character",
+            )
 
 
 CHECK = Check(
     "promql/version",
     "error",
-    "PromQL the declared Prometheus does not evaluate (a function added later, or "
-    "experimental there)",
+    "PromQL the declared Prometheus does not evaluate (a function added later or experimental "
+    "there, a UTF-8 name before 3.0)",
     run,
 )
