@@ -66,7 +66,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/slo/test_slo_spec_errors.py": (0.9, 168),
     "tests/slo/test_slo_tests_catch_mutations.py": (0, 61),
     "tests/targets/test_victoriametrics.py": (2.1, 0.2),
-    "tests/targets/test_victoriametrics_e2e.py": (0, 70),
+    "tests/targets/test_victoriametrics_e2e.py": (0, 150),
     "tests/test_architecture.py": (1.6, 0),
     "tests/test_docs.py": (2.6, 0),
     "tests/unit/test_backtest_evaluate.py": (0, 0),
