@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import prometheus_2_expectations, rendered_rules
+from conftest import rendered_rules
 from support.prometheus import (
     NEEDS_PROMETHEUS,
     PrometheusServer,
@@ -196,10 +196,6 @@ def _without_fallbacks(rule_file: Path, record: str) -> str:
     return "sum by (service, slo) (" + " or ".join(terms) + ")"
 
 
-@prometheus_2_expectations(
-    "one minute, 71h54m after the hole, misses a chunk the fallback does not cover on 3.5 "
-    "(total 3.0% low, SLI +1.13%; every other minute +0.45% as on 2.42)"
-)
 def test_fallbacks_keep_every_minute_of_the_last_day_within_1_percent(
     weekly: tuple[PrometheusServer, dict[int, float], Path],
 ) -> None:

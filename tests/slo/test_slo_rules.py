@@ -165,8 +165,15 @@ def test_long_windows_read_one_sample_per_term(tmp_path: Path) -> None:
     assert offsets == [f"{3 * i}d" for i in range(1, 10)]
 
 
-def test_a_coarse_term_falls_back_to_the_finer_recordings_of_its_chunk(tmp_path: Path) -> None:
-    rules = {str(r.get("record")): str(r["expr"]) for r in _rules(tmp_path, _spec())}
+@pytest.mark.parametrize(
+    ("declared", "shift"),
+    [("2.42", "23h55m"), ("3.5", "23h54m30s")],  # 3.x: one lookback and one evaluation (30s)
+)
+def test_a_coarse_term_falls_back_to_the_finer_recordings_of_its_chunk(
+    declared: str, shift: str, tmp_path: Path
+) -> None:
+    spec = _spec(extra=f'prometheus: {{version: "{declared}"}}\n')
+    rules = {str(r.get("record")): str(r["expr"]) for r in _rules(tmp_path, spec)}
     own = 'service="web", slo="availability"'
     thirty = rules["slo:sli_errors:increase30d"]
     one_day = f"slo:sli_errors:increase1d{{{own}}}"
@@ -174,7 +181,7 @@ def test_a_coarse_term_falls_back_to_the_finer_recordings_of_its_chunk(tmp_path:
         start = 3 * k
         assert (
             f"{one_day} offset {start}d\n        or\n"
-            f"        ({one_day} offset {start - 1}d23h55m and on () "
+            f"        ({one_day} offset {start - 1}d{shift} and on () "
             f"slo:sli_total:increase5m{{{own}}} offset {start + 1}d)"
         ) in thirty
         for later in (1, 2):

@@ -211,7 +211,10 @@ def _fallback(
     after a deployment is not a hole, and must not count a piece twice).
     """
     newest = finer[0]
-    later = Term(newest.window, newest.offset - LOOKBACK)
+    # 3.x's lookback leaves out a sample exactly 5m old: its bridge ends one evaluation
+    # sooner, so its first instant after the bridge is one evaluation nearer the hole's start
+    reach = LOOKBACK + (slo.evaluation if slo.left_open else 0)
+    later = Term(newest.window, newest.offset - reach)
     began = Term(base, term.offset + newest.window)  # the base total, made first
     ran = _read(slo, TOTAL, began)
     first = (
