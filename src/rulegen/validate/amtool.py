@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rulegen.core import versions
+from rulegen.promql import quote
 from rulegen.validate.tools import find_tool, run_tool
 
 INSTALL_HINT = (
@@ -73,13 +74,6 @@ def check_config(config: str, cwd: Path, feature: str | None = None) -> ToolResu
     return ToolResult(result.returncode == 0, failed)
 
 
-def quoted(value: str) -> str:
-    """A label value as a double-quoted matcher value, which every amtool parser reads the
-    same (classic, UTF-8, and 0.27's fallback): bare, a space, comma or quote cuts it."""
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
-
-
 def routes_test(
     config: str, labels: Mapping[str, str], receivers: Sequence[str], cwd: Path
 ) -> ToolResult:
@@ -87,7 +81,9 @@ def routes_test(
     argv = [
         find_amtool(), "config", "routes", "test", f"--config.file={config}",
         f"--verify.receivers={','.join(receivers)}",
-        *(f"{k}={quoted(v)}" for k, v in sorted(labels.items())),
+        # each value double-quoted (Go escapes), which every amtool parser reads the same
+        # (classic, UTF-8, 0.27's fallback): bare, a space, comma or quote cuts it
+        *(f"{k}={quote(v)}" for k, v in sorted(labels.items())),
     ]  # fmt: skip
     result = _run(argv, cwd)
     got = result.stdout.strip().splitlines()[0] if result.stdout.strip() else "(nothing)"
