@@ -138,10 +138,10 @@ def test_a_promtool_of_other_semantics_is_one_line_and_exit_2(
     assert not (in_tmp / "rules").exists()
 
 
-SERVED = """
-    version: 1
-    service: web
-    prometheus: {{version: "{version}"}}
+# the SLO spec above with an alert too (a backtest needs one)
+SERVED = (
+    SPEC.rstrip()
+    + """
     alerts:
       - signal: custom
         name: ErrorsHigh
@@ -149,13 +149,8 @@ SERVED = """
         for: 5m
         severity: critical
         summary: errors
-    slos:
-      - name: api
-        objective: 99.9%
-        evaluation_interval: 1m
-        sli:
-          ratio: {{errors: 'http_requests_total{{code=~"5.."}}', total: http_requests_total}}
     """
+)
 
 
 @pytest.fixture(scope="module")
