@@ -21,14 +21,14 @@ ROOT = "rulegen"  # the package's own __init__.py: the library API
 # layer is open (the foundation's helpers), and never in a cycle.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("core", "errors", "units", "promql", "gotemplate", "sandbox",
-                    "templating", "output", "fanout", "promapi", "progress")),
+                    "templating", "output", "fanout", "promapi", "progress", "pipeline")),
     ("source: YAML with positions, diagnostics, field checks", ("source",)),
     ("catalog: signal definitions", ("catalog",)),
     ("spec: the user-facing models", ("spec",)),
     ("generated: the output model", ("generated",)),
-    ("shared by several features", ("host", "synthetic")),
+    ("shared by several features", ("host",)),
     ("features", ("alerts", "slo", "diagnosis")),
-    ("service: the whole spec resolved", ("service", "testruns")),
+    ("service: the whole spec resolved", ("pipeline.service", "testruns")),
     ("consumers of resolved specs", ("routing", "dashboard")),
     ("render: output formats", ("render",)),
     ("validate: external tools", ("validate",)),
@@ -43,6 +43,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry point", ("__main__",)),
 )  # fmt: skip
 OPEN_LAYERS = frozenset({"foundation"})
+# Packages whose modules sit in layers of their own (``pipeline.service`` below ``build``):
+# each module is a unit, the package's ``__init__`` (a docstring) the unit of its name.
+SPLIT = frozenset({"pipeline"})
 
 Edge = tuple[str, str, str]  # importing unit, imported unit, "file:line" of the import
 
@@ -55,6 +58,10 @@ def _units() -> set[str]:
             out.add(path.stem)
         elif path.is_dir() and (path / "__init__.py").exists():
             out.add(path.name)
+            if path.name in SPLIT:
+                out.update(
+                    f"{path.name}.{m.stem}" for m in path.glob("*.py") if m.stem != "__init__"
+                )
     return out
 
 
@@ -62,6 +69,8 @@ def _unit_of_file(path: Path) -> str:
     parts = path.relative_to(SRC).with_suffix("").parts
     if parts == ("__init__",):
         return ROOT
+    if parts[0] in SPLIT and len(parts) > 1 and parts[1] != "__init__":
+        return f"{parts[0]}.{parts[1]}"
     return parts[0]
 
 
@@ -76,25 +85,40 @@ def _targets(node: ast.AST, path: Path, units: set[str]) -> Iterator[str]:
         for alias in node.names:
             parts = alias.name.split(".")
             if parts[0] == "rulegen":
-                yield parts[1] if len(parts) > 1 else ROOT
+                yield _unit_of_module(parts[1:])
         return
     if not isinstance(node, ast.ImportFrom):
         return
-    if node.level:
-        package = _module_of_file(path)
-        if path.name != "__init__.py":
-            package = package[:-1]
-        base = package[: len(package) - node.level + 1]
-        parts = [*base, *(node.module.split(".") if node.module else [])]
-    else:
-        parts = (node.module or "").split(".")
+    parts = _imported_module(node, path)
     if parts[0] != "rulegen":
         return
-    if len(parts) > 1:
-        yield parts[1]
-        return
-    for alias in node.names:  # ``from rulegen import units, __version__``
-        yield alias.name if alias.name in units else ROOT
+    if len(parts) == 2 and parts[1] in SPLIT:  # ``from rulegen.pipeline import service``
+        yield from (f"{parts[1]}.{a.name}" for a in node.names)
+    elif len(parts) > 1:
+        yield _unit_of_module(parts[1:])
+    else:
+        for alias in node.names:  # ``from rulegen import units, __version__``
+            yield alias.name if alias.name in units else ROOT
+
+
+def _imported_module(node: ast.ImportFrom, path: Path) -> list[str]:
+    """The dotted module a ``from … import`` names, relative imports made absolute."""
+    if not node.level:
+        return (node.module or "").split(".")
+    package = _module_of_file(path)
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - node.level + 1]
+    return [*base, *(node.module.split(".") if node.module else [])]
+
+
+def _unit_of_module(parts: list[str]) -> str:
+    """The unit of module ``rulegen.<parts>``."""
+    if not parts:
+        return ROOT
+    if parts[0] in SPLIT and len(parts) > 1:
+        return f"{parts[0]}.{parts[1]}"
+    return parts[0]
 
 
 def import_edges() -> list[Edge]:

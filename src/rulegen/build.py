@@ -24,6 +24,7 @@ from rulegen.alerts.testgen import build_tests
 from rulegen.catalog import Catalog
 from rulegen.core import diagnostics as codes
 from rulegen.core import versions
+from rulegen.core.histograms import is_native
 from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
 from rulegen.diagnosis.testgen import diagnosis_tests
@@ -32,6 +33,7 @@ from rulegen.fanout import fan_out, usable_cpus
 from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
 from rulegen.output import FileSet, dump_json, dump_yaml
+from rulegen.pipeline.service import ResolvedSpec
 from rulegen.progress import Progress, Silent
 from rulegen.render import TARGETS
 from rulegen.render.grafana import dashboard_json, provisioning
@@ -45,8 +47,7 @@ from rulegen.rendercache import CachedRender, RenderCache
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
-from rulegen.service import ResolvedSpec
-from rulegen.slo.model import ResolvedSLO
+from rulegen.slo.model import LatencySLI, ResolvedSLO
 from rulegen.slo.rules import slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
@@ -288,6 +289,8 @@ def render_service(
 ) -> RenderedService | list[Diagnostic]:
     """One service's files (rules, tests, dashboard, the rule targets asked for) and rule
     groups, or its spec errors."""
+    if "victoriametrics" in targets and (native := _native_readers(spec)):
+        return native
     try:
         service = _service_output(spec, catalog)
     except SpecError as exc:
@@ -303,6 +306,25 @@ def render_service(
         _rules_only(service), files, _test_costs(service), loads, source, spec.targets, reports,
         _named_groups(spec),
     )  # fmt: skip
+
+
+def _native_readers(spec: ResolvedSpec) -> list[Diagnostic]:
+    """``--target victoriametrics`` of a spec reading native histograms: refused where each is
+    read. MetricsQL has no native histogram functions (``histogram_count``,
+    ``histogram_fraction`` of one series) and VictoriaMetrics keeps histograms as ``_bucket``
+    series, so such rules would read nothing there."""
+    why = (
+        "reads a {kind} histogram, which --target victoriametrics cannot: VictoriaMetrics "
+        "stores histograms as _bucket series (set histograms: classic for it)"
+    )
+    out = [
+        slo.origin.diagnostic(why.format(kind=slo.sli.histogram))
+        for slo in spec.slos
+        if isinstance(slo.sli, LatencySLI) and slo.sli.native
+    ]
+    out += [a.origin.diagnostic(why.format(kind=a.histogram)) for a in spec.alerts
+            if is_native(a.histogram)]  # fmt: skip
+    return out
 
 
 def _named_groups(spec: ResolvedSpec) -> dict[str, Origin]:
@@ -399,7 +421,7 @@ def _assemble(
             history_step(slo),
             history,
             slo.group_by,
-            slo_group(replace(slo, left_open=False)) if slo.left_open else None,
+            _increase_group(slo),
         )  # fmt: skip
         for slo, group, cases, history in slos
     )
@@ -411,6 +433,15 @@ def _assemble(
         explanations=explanations, prometheus=spec.prometheus,
         prometheus_origin=spec.prometheus_origin,
     )  # fmt: skip
+
+
+def _increase_group(slo: ResolvedSLO) -> RuleGroup | None:
+    """The SLO's group with ``increase()`` base windows, for MetricsQL (``SLOOutput``): none
+    for the 2.x form (it is that already) or a native histogram SLI (refused for
+    VictoriaMetrics, ``_native_readers``)."""
+    if not slo.left_open or (isinstance(slo.sli, LatencySLI) and slo.sli.native):
+        return None
+    return slo_group(replace(slo, left_open=False))
 
 
 def _refuse_group_clashes(spec: ResolvedSpec, groups: Sequence[RuleGroup]) -> None:

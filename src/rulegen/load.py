@@ -19,9 +19,9 @@ from rulegen.catalog import Catalog
 from rulegen.core import diagnostics as codes
 from rulegen.errors import Diagnostic, SpecError, UsageError
 from rulegen.fanout import fan_out
+from rulegen.pipeline.service import ResolvedSpec, resolve_spec
 from rulegen.routing.load import LoadedRouting, is_routing_file, load_routing
 from rulegen.routing.secrets import url_credentials
-from rulegen.service import ResolvedSpec, resolve_spec
 from rulegen.source.extends import Vocabulary, extend, is_defaults, looks_like_defaults
 from rulegen.source.loader import (
     LoadedDocument,

@@ -45,10 +45,10 @@ from rulegen.generated import (
     comparisons,
 )
 from rulegen.load import discover, load_one
+from rulegen.pipeline.service import ResolvedSpec
 from rulegen.promql import Matcher
 from rulegen.render.grafana import dashboard_json
 from rulegen.render.prometheus import condition_promql, rule_file
-from rulegen.service import ResolvedSpec
 from rulegen.slo.rules import tier_alert_condition, tier_condition
 
 WEB = (Matcher("service", "=", "web"),)

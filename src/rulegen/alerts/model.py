@@ -14,6 +14,7 @@ from typing import Any
 
 from rulegen import promql
 from rulegen.catalog import SignalDef
+from rulegen.core.histograms import CLASSIC, HistogramKind
 from rulegen.generated import Comparison, Verbatim
 from rulegen.host import Host
 from rulegen.source.loader import Origin
@@ -49,6 +50,17 @@ class ResolvedAlert:
     group: str | None = None
     group_origin: Origin | None = None
     examples: tuple[ResolvedExample, ...] = ()
+    # How the histogram a catalog signal reads is stored (``histograms:``): its rules and
+    # tests read ``_bucket`` series (classic) or one native histogram series.
+    histogram: HistogramKind = CLASSIC
+
+    @property
+    def histogram_metric(self) -> str | None:
+        """The histogram a catalog signal reads (its ``metric`` parameter), if it reads one."""
+        if self.signal is None or self.signal.test.histogram is None:
+            return None
+        metric = self.params.get("metric")
+        return metric if isinstance(metric, str) else None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from rulegen import gotemplate, promql, units
 from rulegen.alerts.custom import ExampleContext, examples, group_name, verbatim_annotations
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog import Catalog, SignalDef
+from rulegen.core.histograms import ALL_CLASSIC, CLASSIC, HistogramKind, Histograms, is_native
 from rulegen.generated import Comparison, Expression, Operator, Recorded, Threshold, Verbatim
 from rulegen.source.fields import Collector, duration
 from rulegen.source.fields import labels as label_set
@@ -61,6 +62,7 @@ def resolve_alerts(
     intervals: tuple[Decimal, Decimal],
     selectors: Mapping[str, tuple[promql.Matcher, ...]],
     catalog: Catalog,
+    histograms: Histograms = ALL_CLASSIC,
 ) -> list[ResolvedAlert]:
     """Every alert of a spec, each checked at its position (errors go to ``col``)."""
     alerts: list[ResolvedAlert] = []
@@ -76,7 +78,7 @@ def resolve_alerts(
         resolved = (
             _custom(context, alert)
             if signal is None
-            else _catalog(context, alert, signal, selectors)
+            else _catalog(context, alert, signal, selectors, histograms)
         )
         if resolved is not None:
             alerts.append(resolved)
@@ -288,6 +290,7 @@ def _catalog(
     alert: Any,
     signal: SignalDef,
     selectors: Mapping[str, tuple[promql.Matcher, ...]],
+    histograms: Histograms,
 ) -> ResolvedAlert | None:
     col, path = ctx.col, ctx.path
     before = len(col.diagnostics)
@@ -312,11 +315,14 @@ def _catalog(
             f"{units.format_duration(ctx.evaluation)}; its generated test would not finish",
         )
         return None
-    if "buckets" in params:
+    kind = _histogram_kind(ctx, signal, params, histograms)
+    if kind is None:
+        return None
+    if "buckets" in params and kind != "native":
         _check_buckets(col, path, params, threshold)
     all_matchers = selectors.get(signal.family, ()) + matchers
     fixed = {"window": window, **params}
-    rendered = _render_expressions(ctx, signal, fixed, all_matchers)
+    rendered = _render_expressions(ctx, signal, fixed, all_matchers, kind)
     if rendered is None:
         return None
     quantity, record = rendered
@@ -337,8 +343,33 @@ def _catalog(
     return ResolvedAlert(
         ctx.name, signal, alert.severity, threshold, for_seconds, window, window_seconds,
         params, all_matchers, quantity, record, condition, labels, annotations,
-        col.origin(path),
+        col.origin(path), histogram=kind,
     )  # fmt: skip
+
+
+def _histogram_kind(
+    ctx: _AlertContext, signal: SignalDef, params: Mapping[str, Any], histograms: Histograms
+) -> HistogramKind | None:
+    """How the histogram this signal reads is stored; None (an error) when the spec says
+    native and the signal has no expression for one."""
+    if signal.test.histogram is None or not isinstance(params.get("metric"), str):
+        return CLASSIC
+    kind = histograms.kind(params["metric"], signal.family)
+    if is_native(kind) and signal.native_expr is None:
+        ctx.col.error(
+            ctx.path,
+            f"signal {signal.signal} ({signal.source}) reads classic histograms only (no "
+            f"native_expr), but histograms: makes {params['metric']} {kind}",
+        )
+        return None
+    return kind
+
+
+def _expr_of(signal: SignalDef, kind: HistogramKind) -> str:
+    """The signal's PromQL template for the histogram kind its metric is stored as."""
+    if is_native(kind) and signal.native_expr is not None:
+        return signal.native_expr
+    return signal.expr
 
 
 def _render_expressions(
@@ -346,6 +377,7 @@ def _render_expressions(
     signal: SignalDef,
     fixed: Mapping[str, Any],
     matchers: tuple[promql.Matcher, ...],
+    kind: HistogramKind,
 ) -> tuple[str, str | None] | None:
     """The signal's quantity and recording name, checked as PromQL before promtool sees them."""
     col, path = ctx.col, ctx.path
@@ -353,7 +385,8 @@ def _render_expressions(
         # ``host_by`` keeps a relabelled host label through a signal's aggregations, so its
         # alerts can be matched with a diagnosis on the same host.
         host_by = f", {ctx.spec.host_label}" if ctx.spec.host_label else ""
-        quantity = render_promql(signal.expr, {**fixed, "sel": _sel(matchers), "host_by": host_by})
+        context = {**fixed, "sel": _sel(matchers), "host_by": host_by}
+        quantity = render_promql(_expr_of(signal, kind), context)
         record = render_promql(signal.record, fixed) if signal.record else None
     except TemplateFailure as exc:
         col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
@@ -380,7 +413,7 @@ def render_quantity(
     fixed = {"window": alert.window, **alert.params}
     host_by = f", {host_label}" if host_label else ""
     context = {**fixed, "sel": _sel(alert.selector_matchers + extra), "host_by": host_by}
-    return render_promql(signal.expr, context)
+    return render_promql(_expr_of(signal, alert.histogram), context)
 
 
 def _default_texts(

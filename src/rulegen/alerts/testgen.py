@@ -25,10 +25,12 @@ from rulegen.alerts.custom import template_labels
 from rulegen.alerts.model import ResolvedAlert, ResolvedExample
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
 from rulegen.core.diagnostics import SPEC_TEST
+from rulegen.core.histograms import is_native
+from rulegen.core.nativeseries import Layout, exponential_index
+from rulegen.core.synthetic import MARGIN, Plan, SynthError, exponential_plan, histogram_plan
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.host import host_from_instance
-from rulegen.synthetic import MARGIN, Plan, SynthError, histogram_plan
 from rulegen.templating import TemplateFailure, evaluate, render_promql
 
 
@@ -186,6 +188,8 @@ def _prints_stably(value: Decimal, unit: str) -> bool:
 
 def _plan(alert: ResolvedAlert, signal: SignalDef, factor: Decimal, towards: Decimal) -> Plan:
     if signal.test.histogram is not None:
+        if alert.histogram == "native":
+            return exponential_plan(alert.threshold, alert.params["quantile"])
         return histogram_plan(alert.params["buckets"], alert.threshold, alert.params["quantile"])
     above = _above(alert.threshold, signal.test.max, signal.test.integer, factor, towards)
     below = _below(alert.threshold, signal.test.integer)
@@ -413,11 +417,15 @@ def _number(value: Any) -> Decimal:
 def _histogram(
     alert: ResolvedAlert, scenario: _Scenario, plan: Plan, context: Mapping[str, Any], steps: int
 ) -> list[InputSeries]:
+    """The scenario's histogram: ``per_step`` observations a sample, all in the plan's bucket
+    (its upper bound ``bucket``), as the kind of histogram the spec says the metric is."""
     assert scenario.histogram is not None
     metric = _name(scenario.histogram.metric, context)
     per_step = _number(evaluate(scenario.histogram.per_step, context))
     bucket = plan.fire_bucket if scenario.q == plan.fire else plan.quiet_bucket
     assert bucket is not None
+    if is_native(alert.histogram):
+        return [_native_histogram(alert, scenario, metric, per_step, bucket, steps)]
     bounds: tuple[Decimal, ...] = alert.params["buckets"]
     out = []
     for bound in bounds:
@@ -442,6 +450,30 @@ def _histogram(
         )
     )
     return out
+
+
+def _native_histogram(
+    alert: ResolvedAlert,
+    scenario: _Scenario,
+    metric: str,
+    per_step: Decimal,
+    bucket: Decimal,
+    steps: int,
+) -> InputSeries:
+    """One native series: NHCB with the signal's bounds, or exponential schema 0 with the
+    one bucket ``(bucket/2, bucket]``."""
+    if alert.histogram == "nhcb":
+        bounds: tuple[Decimal, ...] = alert.params["buckets"]
+        layout = Layout("nhcb", bounds)
+        index = next((i for i, b in enumerate(bounds) if b >= bucket), len(bounds))
+    else:
+        layout, index = Layout("native", offset=exponential_index(bucket)), 0
+    counts = [Decimal(0)] * layout.size
+    counts[index] = per_step
+    zero = layout.sample([Decimal(0)] * layout.size)
+    step = layout.sample(counts)
+    values = f"{zero}+{step}x{steps}"
+    return InputSeries(_selector(metric, scenario.labels), values)
 
 
 def _selector(name: str, labels: Mapping[str, str]) -> str:

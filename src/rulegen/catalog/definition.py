@@ -123,6 +123,9 @@ class SignalDef(_Strict):
     params: dict[str, ParamDef] = {}
     record: str | None
     expr: str
+    # The same quantity read from one native histogram series (NHCB or exponential), for a
+    # signal whose ``expr`` reads ``_bucket`` series: what ``histograms:`` switches to.
+    native_expr: str | None = None
     summary: str
     description: str
     test: TestDef
@@ -146,4 +149,6 @@ class SignalDef(_Strict):
             raise ValueError("a histogram test needs a 'buckets' param")
         if self.test.histogram is not None and "quantile" not in self.params:
             raise ValueError("a histogram test needs a 'quantile' param")
+        if self.native_expr is not None and self.test.histogram is None:
+            raise ValueError("native_expr is for a signal that reads a histogram (test.histogram)")
         return self

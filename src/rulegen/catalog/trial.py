@@ -42,6 +42,8 @@ def _renders(signal: SignalDef) -> Iterator[tuple[PathKey, Callable[[], object]]
     }  # fmt: skip
     recipe = {**params, "threshold": Decimal(1), "above": Decimal(1), "q": Decimal(1)}
     yield ("expr",), _bind(render_promql, signal.expr, promql)
+    if signal.native_expr is not None:
+        yield ("native_expr",), _bind(render_promql, signal.native_expr, promql)
     if signal.record is not None:
         yield ("record",), _bind(render_promql, signal.record, fixed)
     yield ("summary",), _bind(render_text, signal.summary, text)

@@ -21,7 +21,7 @@ from rulegen.dashboard.model import FILTERS, Dashboard, Panel, Query, Row
 from rulegen.diagnosis.model import Evidence, ResolvedDiagnosis
 from rulegen.diagnosis.rules import record_names as diagnosis_records
 from rulegen.generated import Comparison, Expression, Threshold, Verbatim
-from rulegen.service import ResolvedSpec
+from rulegen.pipeline.service import ResolvedSpec
 from rulegen.slo.model import ResolvedSLO, Tier
 from rulegen.slo.resolve import format_fraction
 from rulegen.slo.rules import (

@@ -44,7 +44,7 @@ def resolve_diagnoses(
 ) -> tuple[ResolvedDiagnosis, ...]:
     """Every diagnosis of a spec; ``alert_signals`` maps the spec's alert names to signals.
 
-    The spec's ``host_label`` is checked before (``rulegen.service``, against
+    The spec's ``host_label`` is checked before (``rulegen.pipeline.service``, against
     ``rulegen.host.RESERVED_HOST_LABELS`` and the labels of its alerts' series).
     """
     if not spec.diagnoses:

@@ -19,13 +19,13 @@ from fractions import Fraction
 
 from rulegen import gotemplate, promql, units
 from rulegen.core.diagnostics import SPEC_TEST
+from rulegen.core.synthetic import SynthError, histogram_plan
 from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.rules import predict_description, summary
 from rulegen.errors import SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
-from rulegen.synthetic import SynthError, histogram_plan
 
 MODEL = "deepseek-v4"
 PER_STEP = 200  # TTFT observations per scrape

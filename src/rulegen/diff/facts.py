@@ -28,9 +28,9 @@ from rulegen.dashboard.build import service_dashboard
 from rulegen.dashboard.model import Dashboard, Panel
 from rulegen.diagnosis.model import ResolvedDiagnosis
 from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput, Verbatim
+from rulegen.pipeline.service import ResolvedSpec
 from rulegen.render.prometheus import condition_promql, quantity_promql
 from rulegen.routing.model import ResolvedRouting
-from rulegen.service import ResolvedSpec
 from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert
 from rulegen.slo.rules import INCOMPLETE
 

@@ -18,8 +18,8 @@ from rulegen import units
 from rulegen.errors import FieldPath, Severity
 
 if TYPE_CHECKING:  # types only: ``lint --help`` reads ``TIMEOUT`` without loading the specs
+    from rulegen.pipeline.service import ResolvedSpec
     from rulegen.promapi.client import PrometheusAPI
-    from rulegen.service import ResolvedSpec
     from rulegen.source.fields import Collector
     from rulegen.source.loader import Positions, Where
 

@@ -11,6 +11,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from rulegen import promql
+from rulegen.core.histograms import CLASSIC, HistogramKind, is_native
 from rulegen.source.loader import Origin
 
 PAGE, TICKET = "page", "ticket"
@@ -39,23 +40,37 @@ class RatioSLI:
 
 @dataclass(frozen=True)
 class LatencySLI:
-    """Events slower than ``threshold`` (a bucket bound of the histogram ``metric``)."""
+    """Events slower than ``threshold`` (a bucket bound of the histogram ``metric``).
+
+    ``histogram``: how the histogram is stored; classic is read through its ``_bucket`` and
+    ``_count`` series, a native one (NHCB or exponential) through its one ``series``.
+    """
 
     metric: str
     threshold: Decimal
     matchers: tuple[promql.Matcher, ...]
+    histogram: HistogramKind = CLASSIC
 
     @property
     def good(self) -> Selector:
-        """The bucket counting events at most ``threshold`` seconds long."""
+        """The bucket counting events at most ``threshold`` seconds long (classic)."""
         return Selector(
             f"{self.metric}_bucket", (*self.matchers, promql.le_matcher(self.threshold))
         )
 
     @property
     def total(self) -> Selector:
-        """The histogram's event count."""
+        """The histogram's event count (classic)."""
         return Selector(f"{self.metric}_count", self.matchers)
+
+    @property
+    def series(self) -> Selector:
+        """The native histogram series."""
+        return Selector(self.metric, self.matchers)
+
+    @property
+    def native(self) -> bool:
+        return is_native(self.histogram)
 
 
 @dataclass(frozen=True)

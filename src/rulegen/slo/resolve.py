@@ -7,7 +7,7 @@ what the user wrote, is a spec error here, at its position, before any rule is w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from math import gcd
@@ -15,6 +15,7 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
+from rulegen.core.histograms import ALL_CLASSIC, NATIVE_SINCE, HistogramKind, Histograms, is_native
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.slo.model import (
     PAGE,
@@ -46,6 +47,7 @@ def resolve_slos(
     col: Collector, spec: Any, spec_labels: tuple[tuple[str, str], ...],
     evaluation: Decimal, scrape: Decimal, catalog: Catalog,
     version: PrometheusVersion = DEFAULT,
+    histograms: Histograms = ALL_CLASSIC,
 ) -> tuple[ResolvedSLO, ...]:  # fmt: skip
     """Resolve every SLO of a spec; errors go to ``col``, broken SLOs are left out. The
     declared Prometheus ``version`` decides the shape of the base recordings (rules)."""
@@ -59,7 +61,10 @@ def resolve_slos(
             )
             continue
         names[slo.name] = index
-        resolved = _slo(col, path, slo, spec, spec_labels, evaluation, scrape, catalog)
+        resolved = _slo(
+            col, path, slo, spec, spec_labels, evaluation, scrape, catalog,
+            _Histograms(histograms, version),
+        )  # fmt: skip
         if resolved is not None:
             out.append(replace(resolved, left_open=version.left_open_ranges))
     return tuple(out)
@@ -67,7 +72,7 @@ def resolve_slos(
 
 def _slo(
     col: Collector, path: PathKey, slo: Any, spec: Any, spec_labels: tuple[tuple[str, str], ...],
-    evaluation: Decimal, scrape: Decimal, catalog: Catalog,
+    evaluation: Decimal, scrape: Decimal, catalog: Catalog, histograms: _Histograms,
 ) -> ResolvedSLO | None:  # fmt: skip
     before = len(col.diagnostics)
     objective = parse_objective(col, (*path, "objective"), slo.objective)
@@ -78,7 +83,7 @@ def _slo(
         if interval is None:
             return None
         evaluation = interval
-    sli = _sli(col, (*path, "sli"), slo.sli, catalog)
+    sli = _sli(col, (*path, "sli"), slo.sli, catalog, histograms)
     if sli is not None and slo.sli.selectors:
         sli = scoped(sli, spec.selectors, catalog)
     group_by = _group_by(col, (*path, "group_by"), slo.group_by)
@@ -146,7 +151,17 @@ def parse_objective(col: Collector, path: PathKey, raw: object) -> Decimal | Non
     return ratio.normalize()
 
 
-def _sli(col: Collector, path: PathKey, sli: Any, catalog: Catalog) -> RatioSLI | LatencySLI | None:
+@dataclass(frozen=True)
+class _Histograms:
+    """The spec's ``histograms:`` and the declared version, which native kinds need."""
+
+    choice: Histograms
+    version: PrometheusVersion
+
+
+def _sli(
+    col: Collector, path: PathKey, sli: Any, catalog: Catalog, histograms: _Histograms
+) -> RatioSLI | LatencySLI | None:
     kinds = [k for k in ("ratio", "latency") if getattr(sli, k) is not None]
     if len(kinds) != 1:
         found = "both ratio and latency" if kinds else "neither ratio nor latency"
@@ -162,7 +177,7 @@ def _sli(col: Collector, path: PathKey, sli: Any, catalog: Catalog) -> RatioSLI 
             col.error((*path, "ratio", "errors"), problem)
             return None
         return RatioSLI(errors, total)
-    return _latency(col, (*path, "latency"), sli.latency, catalog)
+    return _latency(col, (*path, "latency"), sli.latency, catalog, histograms)
 
 
 def scoped(
@@ -214,7 +229,9 @@ def _subset_problem(errors: Selector, total: Selector) -> str | None:
     return None
 
 
-def _latency(col: Collector, path: PathKey, spec: Any, catalog: Catalog) -> LatencySLI | None:
+def _latency(
+    col: Collector, path: PathKey, spec: Any, catalog: Catalog, histograms: _Histograms
+) -> LatencySLI | None:
     before = len(col.diagnostics)
     metric = spec.metric
     if not promql.METRIC_NAME.match(metric):
@@ -232,11 +249,30 @@ def _latency(col: Collector, path: PathKey, spec: Any, catalog: Catalog) -> Late
     if any(m.name == "le" for m in matchers):
         col.error((*path, "matchers"), "must not match on le: the threshold picks the bucket")
     threshold = _latency_threshold(col, (*path, "threshold"), spec.threshold)
-    if threshold is not None:
+    kind = _histogram_kind(col, path, spec, catalog, histograms)
+    if threshold is not None and kind != "native":
         _check_bucket(col, path, metric, threshold, spec.buckets, catalog)
     if len(col.diagnostics) > before or threshold is None:
         return None
-    return LatencySLI(metric, threshold, matchers)
+    return LatencySLI(metric, threshold, matchers, kind)
+
+
+def _histogram_kind(
+    col: Collector, path: PathKey, spec: Any, catalog: Catalog, histograms: _Histograms
+) -> HistogramKind:
+    """The SLI's own ``histogram:``, else the spec's ``histograms:`` entry for its metric or
+    family. An exponential histogram has no ``le`` bounds: ``buckets:`` is refused."""
+    kind: HistogramKind = spec.histogram or histograms.choice.kind(
+        spec.metric, catalog.family_of(spec.metric)
+    )
+    version = histograms.version
+    if spec.histogram is not None and is_native(kind) and not version.at_least(*NATIVE_SINCE):
+        col.error((*path, "histogram"), f"{kind} histograms need Prometheus {NATIVE_SINCE[0]}."
+                  f"{NATIVE_SINCE[1]} or later (prometheus.version is {version})")  # fmt: skip
+    if kind == "native" and spec.buckets is not None:
+        col.error((*path, "buckets"), "an exponential native histogram has no le bounds: "
+                  "buckets: is for classic and nhcb histograms")  # fmt: skip
+    return kind
 
 
 def _latency_threshold(col: Collector, path: PathKey, raw: object) -> Decimal | None:

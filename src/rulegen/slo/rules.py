@@ -7,6 +7,7 @@ read recordings made in the same evaluation, never one interval late.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
@@ -109,23 +110,65 @@ def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
     span = window_name(window)
     sli = slo.sli
     if metric == TOTAL:
-        return _sum(slo, _increase(slo, sli.total.render(), window))
+        total = _native_total(sli) if isinstance(sli, LatencySLI) and sli.native else None
+        return _sum(slo, _increase(slo, total or _Counter(sli.total.render()), window))
     # The errors reuse the total just recorded (same group, same evaluation), not a second
     # scan of the raw series.
     recorded = _sum(slo, own_selector(slo, TOTAL + span))
     if isinstance(sli, LatencySLI):
-        good = _sum(slo, _increase(slo, sli.good.render(), window))
+        counter = _native_good(sli) if sli.native else _Counter(sli.good.render())
+        good = _sum(slo, _increase(slo, counter, window))
         # count and bucket come from one scrape; the clamp only guards odd resets.
         return f"clamp_min(\n  {recorded}\n  -\n  {good},\n  0\n)"
-    errors = _sum(slo, _increase(slo, sli.errors.render(), window))
+    errors = _sum(slo, _increase(slo, _Counter(sli.errors.render()), window))
     # No error series yet is zero errors, not a missing SLI.
     return f"{errors}\nor\n0 * {recorded}"
+
+
+@dataclass(frozen=True)
+class _Counter:
+    """A counter the base window adds up: a counter series, or (``native``) what a native
+    histogram series counts, ``native`` a template of one histogram value ``{h}``."""
+
+    selector: str
+    native: str = ""
+
+    def at(self, offset: Decimal) -> str:
+        """The counter's value ``offset`` seconds ago."""
+        read = _at(self.selector, offset)
+        return self.native.format(h=read) if self.native else read
+
+    def increase(self, window: Decimal) -> str:
+        """``increase()`` over ``window`` (the 2.x form; native histograms are 3.x only)."""
+        assert not self.native, "native histograms are written for Prometheus 3 (resolve)"
+        return f"increase({self.selector}[{window_name(window)}])"
+
+
+def _native_total(sli: LatencySLI) -> _Counter:
+    """The events a native histogram counted: ``histogram_count``."""
+    return _Counter(sli.series.render(), "histogram_count({h})")
+
+
+def _native_good(sli: LatencySLI) -> _Counter:
+    """The events at most ``threshold`` long a native histogram counted.
+
+    ``histogram_fraction(-Inf, T, h)`` is exact when ``T`` is a bucket bound (an NHCB's
+    classic bound; a power of two for exponential buckets), and interpolated inside the
+    bucket otherwise. Times the count it is the whole number of those events in float
+    arithmetic (``3/7 * 7`` may come out a hair off), which ``round`` makes exact again, so
+    the cascade's sums stay the exact counts they are for a classic ``le`` bucket.
+    A histogram that has counted nothing yet has no fraction (NaN): it counts 0 good events,
+    as its ``le`` bucket would, or the step to its first events would lose their good ones.
+    """
+    bound = units.literal(sli.threshold)
+    fraction = f"round(histogram_fraction(-Inf, {bound}, {{h}}) * histogram_count({{h}}))"
+    return _Counter(sli.series.render(), f"({fraction} >= 0 or histogram_count({{h}}) == 0)")
 
 
 STEP_LABEL = "slo_step"
 
 
-def _increase(slo: ResolvedSLO, counter: str, window: Decimal) -> str:
+def _increase(slo: ResolvedSLO, counter: _Counter, window: Decimal) -> str:
     """What each counter series added in the base ``window`` ending now, exactly.
 
     Prometheus 2.x: ``increase(counter[window])``. Its range includes both ends, so on
@@ -145,15 +188,15 @@ def _increase(slo: ResolvedSLO, counter: str, window: Decimal) -> str:
     first sample. Each step is tagged apart (``slo_step``) so that ``or`` keeps them all.
     """
     if not slo.left_open:
-        return f"increase({counter}[{window_name(window)}])"
+        return counter.increase(window)
     count, step = base_steps(window, slo.evaluation)
     if count == 1:
-        now, before = counter, _at(counter, step)
+        now, before = counter.at(Decimal(0)), counter.at(step)
         return f"\n  {now} - {before} >= 0\n  or\n  {now} < {before}\n"
     parts = []
     for index in range(count):
-        now = _at(counter, step * index)
-        before = _at(counter, step * (index + 1))
+        now = counter.at(step * index)
+        before = counter.at(step * (index + 1))
         added = f"{now} - {before} >= 0 or {now} < {before}"
         parts.append(f'  label_replace({added}, "{STEP_LABEL}", "{index}", "", "")')
     return "\n" + "\n  or\n".join(parts) + "\n"

@@ -12,6 +12,9 @@ from fractions import Fraction
 from functools import lru_cache
 
 from rulegen import promql
+from rulegen.core.histograms import power_of_two_above, power_of_two_below
+from rulegen.core.nativeseries import Layout, exponential_index
+from rulegen.core.nativeseries import expanding as native_expanding
 from rulegen.generated import InputSeries
 from rulegen.slo.model import LatencySLI, RatioSLI, ResolvedSLO, SLOAlert
 from rulegen.slo.simulate import Traffic
@@ -44,7 +47,25 @@ class SeriesMaker:
     def series(self, traffic: Traffic, gap: range = range(0)) -> tuple[InputSeries, ...]:
         """promtool series carrying ``traffic`` through the SLI's selectors; the samples of
         ``gap`` (indices) are not scraped (``_``), the counters counting on through it."""
+        sli = self.slo.sli
+        if isinstance(sli, LatencySLI) and sli.native:
+            return (self._native(sli, traffic, gap),)
         return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in self._series(traffic))
+
+    def _native(self, sli: LatencySLI, traffic: Traffic, gap: range) -> InputSeries:
+        """One native histogram series: the good events in a bucket at or below the
+        threshold, the others in one above it (``rulegen.core.nativeseries``)."""
+        layout = native_layout(sli)
+        samples: list[tuple[Decimal, ...] | None] = []
+        for index, (total, errors) in enumerate(zip(traffic.total, traffic.errors, strict=True)):
+            if index in gap:
+                samples.append(None)
+                continue
+            counts = [Decimal(0)] * layout.size
+            counts[0], counts[-1] = Decimal(total - errors), Decimal(errors)
+            samples.append(tuple(counts))
+        labels = _satisfy(sli.matchers, dict(self.group))
+        return InputSeries(_selector(sli.metric, labels), native_expanding(layout, samples))
 
     def _series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
         sli = self.slo.sli
@@ -98,6 +119,18 @@ class SeriesMaker:
     def own_labels(self) -> str:
         """The label set of this SLO's recordings (an arithmetic result drops the name)."""
         return _selector("", {"service": self.slo.service, "slo": self.slo.name, **self.group})
+
+
+def native_layout(sli: LatencySLI) -> Layout:
+    """The buckets of an SLO test's native histogram: NHCB with the threshold as its one
+    bound (good events at most it, the rest in +Inf); exponential (schema 0) from the bucket
+    whose upper bound is the power of two at or below the threshold to the one just above
+    the power of two at or above it (so no observation shares a bucket with the threshold)."""
+    if sli.histogram == "nhcb":
+        return Layout("nhcb", (sli.threshold,))
+    good = exponential_index(power_of_two_below(sli.threshold))
+    bad = exponential_index(power_of_two_above(sli.threshold) * 2)
+    return Layout("native", offset=good, width=bad - good + 1)
 
 
 def _group_value(slo: ResolvedSLO, name: str) -> str:

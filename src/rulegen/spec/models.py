@@ -1,7 +1,7 @@
 """The user-facing spec (version 1) as pydantic models.
 
 Why: pydantic checks the structure (unknown keys, types, required fields) and gives the
-JSON Schema for editors; units and cross-references are checked by ``rulegen.service`` and
+JSON Schema for editors; units and cross-references are checked by ``rulegen.pipeline.service`` and
 each feature's ``resolve``, where the catalog is known. The alert union is built from the
 catalog, so a team's own signal gets its own keys in the schema.
 """
@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, WithJsonSchema, create_model
 
 from rulegen.catalog import Catalog
+from rulegen.core.histograms import HistogramKind
 from rulegen.source.base import (
     ALERT_NAME,
     SERVICE_NAME,
@@ -106,6 +107,8 @@ class LatencySLI(SpecBase):
     threshold: Latency
     matchers: str | None = None
     buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = None
+    # How the histogram is stored; default: the spec's ``histograms:`` (docs/histograms.md)
+    histogram: HistogramKind | None = None
 
 
 class SLISpec(SpecBase):
@@ -208,7 +211,7 @@ class PrometheusSettings(SpecBase):
     """The Prometheus that evaluates the rules: its version decides the PromQL semantics the
     rules and generated tests are written for (docs/compatibility.md)."""
 
-    # A string: YAML reads an unquoted 3.10 as the number 3.1 (rulegen.service says so).
+    # A string: YAML reads an unquoted 3.10 as the number 3.1 (rulegen.pipeline.service says so).
     version: Annotated[
         Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+\\.[0-9]+$", "default": "3.5"})
     ] = "3.5"
@@ -234,6 +237,8 @@ class SpecModel(SpecBase):
     scrape_interval: Duration = "15s"
     prometheus: PrometheusSettings = PrometheusSettings()
     selectors: dict[str, str] = {}
+    # classic, nhcb or native, by exporter family or histogram metric (docs/histograms.md)
+    histograms: dict[str, HistogramKind] = {}
     alerts: Annotated[list[Any], Field(min_length=1)] | None = None
     slos: Annotated[list[SLOSpec], Field(min_length=1)] | None = None
     host_label: str | None = Field(default=None, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")

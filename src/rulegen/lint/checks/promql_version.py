@@ -21,7 +21,7 @@ import promql_parser
 from rulegen.core.diagnostics import FieldPath
 from rulegen.core.versions import PrometheusVersion
 from rulegen.lint.check import Check, Scope
-from rulegen.service import ResolvedSpec
+from rulegen.pipeline.service import ResolvedSpec
 
 FLAG = "--enable-feature=promql-experimental-functions"
 

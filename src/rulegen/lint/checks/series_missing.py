@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from rulegen import promql
 from rulegen.errors import FieldPath
 from rulegen.lint.check import Check, Scope
-from rulegen.service import ResolvedSpec
+from rulegen.pipeline.service import ResolvedSpec
 from rulegen.slo.model import LatencySLI
 
 DAY = 86400

@@ -21,12 +21,13 @@ from rulegen.alerts.custom import resolve_groups, resolve_recordings
 from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
 from rulegen.alerts.resolve import recipe_labels, resolve_alerts
 from rulegen.catalog import Catalog
+from rulegen.core.histograms import NATIVE_SINCE, HistogramKind, Histograms, is_native
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.diagnosis.model import ResolvedDiagnosis
 from rulegen.diagnosis.resolve import resolve_diagnoses
 from rulegen.errors import Diagnostic
 from rulegen.host import RESERVED_HOST_LABELS
-from rulegen.slo.model import ResolvedSLO
+from rulegen.slo.model import LatencySLI, ResolvedSLO
 from rulegen.slo.resolve import resolve_slos
 from rulegen.source.fields import Collector, duration
 from rulegen.source.fields import labels as label_set
@@ -74,6 +75,7 @@ def resolve_spec(
     )
     version = prometheus_version(col, spec.prometheus.version)
     selectors = _selectors(col, spec.selectors, catalog)
+    histograms = _histograms(col, spec.histograms, catalog, version)
     spec_labels = label_set(col, ("labels",), spec.labels)
     retention = None
     if spec.retention is not None:
@@ -89,12 +91,14 @@ def resolve_spec(
     # A bad interval is reported once; the entries are still checked, against the default,
     # so its error hides none of theirs.
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
-    alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog)
+    alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog, histograms)
     recordings = resolve_recordings(col, spec)
     groups = resolve_groups(col, spec, intervals[0])
     slos = resolve_slos(
-        col, spec, spec_labels, intervals[0], intervals[1], catalog, version or DEFAULT
-    )
+        col, spec, spec_labels, intervals[0], intervals[1], catalog, version or DEFAULT,
+        histograms,
+    )  # fmt: skip
+    _histograms_used(col, histograms, alerts, slos, catalog)
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
     if host_ok:
@@ -233,3 +237,50 @@ def _selectors(
         except ValueError as exc:
             col.error(("selectors", family), str(exc))
     return out
+
+
+def _histograms(
+    col: Collector,
+    entries: Mapping[str, HistogramKind],
+    catalog: Catalog,
+    version: PrometheusVersion | None,
+) -> Histograms:
+    """``histograms:``: a key is an exporter family (``vllm``) or a histogram's base name.
+
+    Why the version check here: native histograms and NHCB are written for Prometheus 3.0 on
+    (``rulegen.core.histograms.NATIVE_SINCE``); a 2.x declaration with them is a spec error at
+    the entry, not a failing test later.
+    """
+    families: dict[str, HistogramKind] = {}
+    metrics: dict[str, HistogramKind] = {}
+    for key, kind in entries.items():
+        path: PathKey = ("histograms", key)
+        if key in catalog.families:
+            families[key] = kind
+        elif not promql.METRIC_NAME.match(key) or key.endswith(("_bucket", "_count", "_sum")):
+            col.error(path, f"must be a family ({', '.join(catalog.families)}) or a "
+                      "histogram's base name (no _bucket, _count or _sum)")  # fmt: skip
+            continue
+        else:
+            metrics[key] = kind
+        if is_native(kind) and version is not None and not version.at_least(*NATIVE_SINCE):
+            col.error(path, f"{kind} histograms need Prometheus {NATIVE_SINCE[0]}."
+                      f"{NATIVE_SINCE[1]} or later (prometheus.version is {version})")  # fmt: skip
+    return Histograms.of(families, metrics)
+
+
+def _histograms_used(
+    col: Collector,
+    histograms: Histograms,
+    alerts: list[ResolvedAlert],
+    slos: tuple[ResolvedSLO, ...],
+    catalog: Catalog,
+) -> None:
+    """A metric entry no latency SLI or histogram alert reads is a typo (of a family or a
+    metric name): it would change nothing, silently."""
+    read = {slo.sli.metric for slo in slos if isinstance(slo.sli, LatencySLI)}
+    read.update(a.histogram_metric for a in alerts if a.histogram_metric is not None)
+    for metric, _ in histograms.metrics:
+        if metric not in read:
+            col.error(("histograms", metric), "no latency SLI or histogram alert of this spec "
+                      f"reads {metric!r} (families: {', '.join(catalog.families)})")  # fmt: skip

@@ -8,10 +8,12 @@ way; neither feature imports the other, so the shared piece lives below both.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 
 from rulegen import units
+from rulegen.core.histograms import power_of_two_above, power_of_two_below
 
 # Relative distance from a threshold below which a float computation may land on either side.
 MARGIN = Decimal("0.000000001")
@@ -63,3 +65,29 @@ def histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: De
                 "quantile",
             )
     return Plan(fire.normalize(), quiet.normalize(), fire_bucket, quiet_upper)
+
+
+def exponential_plan(threshold: Decimal, quantile: Decimal) -> Plan:
+    """``histogram_plan`` for an exponential native histogram (schema 0, bounds ``2**i``).
+
+    Every observation goes in one bucket: ``(A, 2A]`` with ``A`` the power of two at or above
+    the threshold to fire, ``(P/2, P]`` with ``P`` the one at or below it not to. Prometheus
+    interpolates exponentially inside a bucket: the quantile is ``lower * 2**quantile`` (the
+    float is what Go's ``math.Exp2`` computes; the tests compare it formatted to 4 digits).
+    """
+    above = power_of_two_above(threshold)
+    below = power_of_two_below(threshold)
+    fire = _exponential_quantile(above, quantile)
+    quiet = _exponential_quantile(below / 2, quantile)
+    if not fire > threshold >= quiet or abs(fire - threshold) <= MARGIN * threshold:
+        raise SynthError(
+            f"quantile {units.literal(quantile)} puts the interpolated value on the threshold "
+            "in float precision; use a quantile between 0.01 and 0.9999",
+            "quantile",
+        )
+    return Plan(fire, quiet, above * 2, below)
+
+
+def _exponential_quantile(lower: Decimal, quantile: Decimal) -> Decimal:
+    value = math.exp2(math.log2(float(lower)) + float(quantile))
+    return Decimal(repr(value)).normalize()
