@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, example_spec
+from conftest import ON_PROMETHEUS_2, REPO, example_spec
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -43,6 +43,15 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         rule = yaml.safe_load((folder / "prometheus/deepseek-v4.rules.yml").read_text())
         name = [r["alert"] for g in rule["groups"] for r in g["rules"] if "alert" in r][0]
         out[name] = folder
+        for kind in NATIVE_KINDS if name in HISTOGRAM_ALERTS else ():
+            twin = tmp_path_factory.mktemp(f"alert{index}{kind}")
+            native = spec | {"histograms": {"vllm": kind}}
+            (twin / "spec.yaml").write_text(yaml.safe_dump(native))
+            result = build(SpecInputs((twin / "spec.yaml",), ()), catalog)
+            for file, text in result.files.items():
+                (twin / file).parent.mkdir(parents=True, exist_ok=True)
+                (twin / file).write_text(text)
+            out[f"{name}/{kind}"] = twin
     return out
 
 
@@ -54,6 +63,11 @@ NAMES = [
     "PrefixCacheHitRateLow", "RequestLatencyHigh", "RequestQueueBacklog", "TTFTLatencyHigh",
     "TcpRetransmitsHigh",
 ]  # fmt: skip
+# The histogram alerts' native twins (Prometheus 3): the same alert on the vllm family stored
+# as NHCB and as exponential native histograms; the same mutations must fail their tests.
+HISTOGRAM_ALERTS = ("RequestLatencyHigh", "TTFTLatencyHigh")
+NATIVE_KINDS = () if ON_PROMETHEUS_2 else ("nhcb", "native")
+TWINS = [f"{name}/{kind}" for name in HISTOGRAM_ALERTS for kind in NATIVE_KINDS]
 
 
 def _rules(folder: Path) -> str:
@@ -88,10 +102,17 @@ def _threshold(expr: str) -> tuple[str, Decimal]:
 
 
 def test_every_catalog_alert_of_the_example_is_covered(built: dict[str, Path]) -> None:
-    assert sorted(built) == NAMES
+    assert sorted(built) == sorted(NAMES + TWINS)
 
 
-@pytest.mark.parametrize("alert", NAMES)
+@pytest.mark.parametrize("twin", TWINS)
+def test_the_twins_read_native_histograms(twin: str, built: dict[str, Path]) -> None:
+    rules, tests = _rules(built[twin]), (built[twin] / "tests/deepseek-v4.test.yml").read_text()
+    assert "_bucket" not in rules
+    assert ("{{schema:-53 " if twin.endswith("nhcb") else "{{schema:3 ") in tests
+
+
+@pytest.mark.parametrize("alert", NAMES + TWINS)
 @pytest.mark.parametrize(
     "direction",
     ["away", "toward"],
@@ -111,10 +132,11 @@ def test_moving_the_threshold_fails_the_test(
     mutated = text.replace(f"{op} {literal(value)}\n", f"{op} {literal(moved)}\n", 1)
     assert mutated != text
     assert _failing_alerts(built[alert], text, tmp_path / "ok") == set()
-    assert _failing_alerts(built[alert], mutated, tmp_path / "bad") == {alert, "<failed>"}
+    name = alert.split("/")[0]
+    assert _failing_alerts(built[alert], mutated, tmp_path / "bad") == {name, "<failed>"}
 
 
-@pytest.mark.parametrize("alert", NAMES)
+@pytest.mark.parametrize("alert", NAMES + TWINS)
 @pytest.mark.slow
 def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_path: Path) -> None:
     text = _rules(built[alert])
@@ -126,7 +148,7 @@ def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_pat
         mutated = f"{head}  - alert: {alert_block}"
     else:
         mutated = text.replace(f"    for: {current}\n", f"    for: {longer}\n", 1)
-    assert _failing_alerts(built[alert], mutated, tmp_path) == {alert, "<failed>"}
+    assert _failing_alerts(built[alert], mutated, tmp_path) == {alert.split("/")[0], "<failed>"}
 
 
 @pytest.mark.slow

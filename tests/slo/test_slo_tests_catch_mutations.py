@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import rendered_rules
+from conftest import ON_PROMETHEUS_2, for_stack, rendered_rules
 from support import promtool_cases
 
 pytestmark = [
@@ -73,6 +73,30 @@ SPEC = """
           - {long: 6h, short: 30m, budget: 5%, alert: page}
           - {long: 1d, short: 2h, budget: 10%, alert: ticket}
     """
+# The latency SLO's native twins (Prometheus 3 only): the same SLO on a native histogram with
+# custom buckets and on an exponential one (250ms = 2**-2 s, a bound of every schema). They
+# must pass and fail on the same mutations as the classic one.
+TWINS = {"search-nhcb": "nhcb", "search-native": "native"}
+TWIN = """
+      - name: {name}
+        objective: 99%
+        window: 28d
+        sli:
+          latency:
+            metric: http_request_duration_seconds
+            threshold: 250ms
+            histogram: {kind}
+            matchers: 'handler="/search"'
+        group_by: [region]
+        alerting:
+          min_traffic: 0.1
+        tiers:
+          - {{long: 1h, short: 5m, budget: 2%, alert: page}}
+          - {{long: 6h, short: 30m, budget: 5%, alert: page}}
+          - {{long: 1d, short: 2h, budget: 10%, alert: ticket}}
+"""
+TWINNED = () if ON_PROMETHEUS_2 else tuple(TWINS)
+SPEC_TWINS = SPEC.rstrip() + "".join(TWIN.format(name=name, kind=TWINS[name]) for name in TWINNED)
 
 CHECKOUT = 'service="shop", slo="checkout"'
 
@@ -196,6 +220,26 @@ MUTATIONS = [
 # fmt: on
 
 
+def _twin(mutation: Mutation, name: str) -> Mutation:
+    """``mutation`` of the latency SLO made for its native twin ``name``: the same edit, on
+    the twin's labels; the bucket edit is the threshold of ``histogram_fraction``."""
+    own = f'slo="{name}"'
+
+    def moved(text: str) -> str:
+        return text.replace('slo="search"', own)
+
+    old, new = moved(mutation.old), moved(mutation.new)
+    if old == 'le="0.25"':
+        old, new = "histogram_fraction(-Inf, 0.25,", "histogram_fraction(-Inf, 0.5,"
+    broken = f"{name}: {mutation.broken}"
+    return Mutation(broken, name, mutation.where, old, new, mutation.count, mutation.regex,
+                    mutation.first)  # fmt: skip
+
+
+MUTATIONS += [_twin(m, name) for name in TWINNED for m in MUTATIONS if m.slo == "search"]
+SLOS = ("checkout", "search", *TWINNED)
+
+
 @dataclass(frozen=True)
 class Run:
     """promtool on one SLO: ``check rules`` on its rule file, then its tests; ``failed`` names
@@ -225,7 +269,8 @@ def _promtool(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The spec built once, without validation: ``rules/`` with two rule and four test files."""
-    return rendered_rules(tmp_path_factory.mktemp("spec"), {"specs/shop.yaml": SPEC})
+    spec = for_stack(SPEC_TWINS)
+    return rendered_rules(tmp_path_factory.mktemp("spec"), {"specs/shop.yaml": spec})
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +280,7 @@ def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run
         slo: [
             case for name in _test_files(built, slo) for case in promtool_cases.split(built, name)
         ]
-        for slo in ("checkout", "search")
+        for slo in SLOS
     }
     # The folders are made before the threads start: tmp_path_factory is not thread-safe.
     originals = {slo: tmp_path_factory.mktemp("original") for slo in cases}
@@ -275,11 +320,21 @@ def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run
 
 
 def test_each_slo_has_a_test_file_and_a_history_test_file(built: Path) -> None:
-    assert len(_test_files(built, "checkout")) == 2
-    assert len(_test_files(built, "search")) == 2
+    for slo in SLOS:
+        assert len(_test_files(built, slo)) == 2, slo
 
 
-@pytest.mark.parametrize("slo", ["checkout", "search"])
+def test_the_native_twins_read_native_histograms(built: Path) -> None:
+    for name in TWINNED:
+        rules = (built / _rules_name(name)).read_text()
+        assert "histogram_fraction(-Inf, 0.25, http_request_duration_seconds{" in rules
+        assert "_bucket" not in rules
+        tests = (built / f"tests/shop.slo.{name}.test.yml").read_text()
+        schema = "{{schema:-53 " if TWINS[name] == "nhcb" else "{{schema:0 "
+        assert schema in tests
+
+
+@pytest.mark.parametrize("slo", SLOS)
 def test_the_generated_tests_pass_on_the_generated_rules(slo: str, runs: dict[str, Run]) -> None:
     run = runs[f"original {slo}"]
     assert run.checked.returncode == 0, run.checked.stderr

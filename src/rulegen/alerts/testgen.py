@@ -26,8 +26,15 @@ from rulegen.alerts.model import ResolvedAlert, ResolvedExample
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
 from rulegen.core.diagnostics import SPEC_TEST
 from rulegen.core.histograms import is_native
-from rulegen.core.nativeseries import Layout, exponential_index
-from rulegen.core.synthetic import MARGIN, Plan, SynthError, exponential_plan, histogram_plan
+from rulegen.core.nativeseries import Layout
+from rulegen.core.synthetic import (
+    MARGIN,
+    TEST_SCHEMA,
+    Plan,
+    SynthError,
+    exponential_plan,
+    histogram_plan,
+)
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
 from rulegen.host import host_from_instance
@@ -460,14 +467,14 @@ def _native_histogram(
     bucket: Decimal,
     steps: int,
 ) -> InputSeries:
-    """One native series: NHCB with the signal's bounds, or exponential schema 0 with the
-    one bucket ``(bucket/2, bucket]``."""
+    """One native series: NHCB with the signal's bounds (``bucket`` the upper bound of the
+    observations' bucket), or exponential with the one bucket of index ``bucket``."""
     if alert.histogram == "nhcb":
         bounds: tuple[Decimal, ...] = alert.params["buckets"]
         layout = Layout("nhcb", bounds)
         index = next((i for i, b in enumerate(bounds) if b >= bucket), len(bounds))
     else:
-        layout, index = Layout("native", offset=exponential_index(bucket)), 0
+        layout, index = Layout("native", offset=int(bucket), schema=TEST_SCHEMA), 0
     counts = [Decimal(0)] * layout.size
     counts[index] = per_step
     zero = layout.sample([Decimal(0)] * layout.size)

@@ -6,7 +6,7 @@ buckets (NHCB, schema -53) or exponential ones; the notation and its expanding f
 
 The generated tests place every observation on known buckets, so each expected value is
 exact: an NHCB bucket is the classic ``le`` bucket of the same bound, and an exponential
-bucket of schema 0 with index ``i`` holds ``(2**(i-1), 2**i]``.
+bucket of schema ``s`` with index ``i`` holds ``(2**((i-1)/2**s), 2**(i/2**s)]``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class Layout:
     bounds: tuple[Decimal, ...] = ()
     offset: int = 0
     width: int = 1
+    schema: int = EXPONENTIAL_SCHEMA
 
     @property
     def size(self) -> int:
@@ -46,7 +47,7 @@ class Layout:
         bound, a value such a bucket holds, for the sample's sum)."""
         if self.kind == "nhcb":
             return self.bounds[index] if index < len(self.bounds) else self.bounds[-1] * 2
-        return Decimal(2) ** (self.offset + index)
+        return exponential_bound(self.offset + index, self.schema)
 
     def sample(self, counts: Sequence[Decimal]) -> str:
         """One histogram holding ``counts[i]`` observations in bucket ``i``, each at its
@@ -62,9 +63,15 @@ class Layout:
             return (
                 f"{{{{schema:{NHCB_SCHEMA} {head} custom_values:[{values}] buckets:[{buckets}]}}}}"
             )
-        return (
-            f"{{{{schema:{EXPONENTIAL_SCHEMA} {head} offset:{self.offset} buckets:[{buckets}]}}}}"
-        )
+        return f"{{{{schema:{self.schema} {head} offset:{self.offset} buckets:[{buckets}]}}}}"
+
+
+def exponential_bound(index: int, schema: int) -> Decimal:
+    """The upper bound of bucket ``index`` at ``schema``: ``2**(index / 2**schema)`` (exact
+    at schema 0; otherwise the nearest float, which is what the sum needs)."""
+    if schema == 0:
+        return Decimal(2) ** index
+    return Decimal(repr(2 ** (index / 2**schema))).normalize()
 
 
 def exponential_index(upper: Decimal) -> int:

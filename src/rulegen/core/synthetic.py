@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from rulegen import units
-from rulegen.core.histograms import power_of_two_above, power_of_two_below
 
 # Relative distance from a threshold below which a float computation may land on either side.
 MARGIN = Decimal("0.000000001")
@@ -67,27 +66,41 @@ def histogram_plan(bounds: tuple[Decimal, ...], threshold: Decimal, quantile: De
     return Plan(fire.normalize(), quiet.normalize(), fire_bucket, quiet_upper)
 
 
-def exponential_plan(threshold: Decimal, quantile: Decimal) -> Plan:
-    """``histogram_plan`` for an exponential native histogram (schema 0, bounds ``2**i``).
+# The schema of an alert test's exponential histogram: client_golang's default bucket factor
+# 1.1 gives schema 3, buckets 9% wide, so the firing and the quiet value sit within ~19% of
+# the threshold and a threshold moved by a fifth either way fails the test.
+TEST_SCHEMA = 3
 
-    Every observation goes in one bucket: ``(A, 2A]`` with ``A`` the power of two at or above
-    the threshold to fire, ``(P/2, P]`` with ``P`` the one at or below it not to. Prometheus
-    interpolates exponentially inside a bucket: the quantile is ``lower * 2**quantile`` (the
-    float is what Go's ``math.Exp2`` computes; the tests compare it formatted to 4 digits).
+
+def exponential_plan(threshold: Decimal, quantile: Decimal) -> Plan:
+    """``histogram_plan`` for an exponential native histogram (schema ``TEST_SCHEMA``).
+
+    Every observation goes in one bucket ``(lower, upper]``: the first whose quantile is
+    above the threshold to fire, the one below it not to. Prometheus interpolates
+    exponentially inside a bucket: the quantile is ``lower * 2**(quantile / 2**schema)``
+    (Go's ``math.Exp2``; the tests compare it formatted to 4 digits). ``fire_bucket`` and
+    ``quiet_bucket`` are the buckets' indices.
     """
-    above = power_of_two_above(threshold)
-    below = power_of_two_below(threshold)
-    fire = _exponential_quantile(above, quantile)
-    quiet = _exponential_quantile(below / 2, quantile)
-    if not fire > threshold >= quiet or abs(fire - threshold) <= MARGIN * threshold:
+    width = 2**TEST_SCHEMA
+    index = math.floor(math.log2(float(threshold)) * width) - 1
+    while _exponential_quantile(index - 1, quantile) <= threshold:
+        index += 1
+    fire, quiet = (
+        _exponential_quantile(index - 1, quantile),
+        _exponential_quantile(index - 2, quantile),
+    )
+    if min(fire - threshold, threshold - quiet) <= MARGIN * threshold:
         raise SynthError(
             f"quantile {units.literal(quantile)} puts the interpolated value on the threshold "
             "in float precision; use a quantile between 0.01 and 0.9999",
             "quantile",
         )
-    return Plan(fire, quiet, above * 2, below)
+    return Plan(fire, quiet, Decimal(index), Decimal(index - 1))
 
 
-def _exponential_quantile(lower: Decimal, quantile: Decimal) -> Decimal:
-    value = math.exp2(math.log2(float(lower)) + float(quantile))
+def _exponential_quantile(lower_index: int, quantile: Decimal) -> Decimal:
+    """The quantile of a histogram whose observations all sit in the bucket above bound
+    ``lower_index`` (schema ``TEST_SCHEMA``)."""
+    width = 2**TEST_SCHEMA
+    value = math.exp2((lower_index + float(quantile)) / width)
     return Decimal(repr(value)).normalize()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from rulegen import promql, units
+from rulegen.core.histograms import is_native
 from rulegen.diagnosis.model import Evidence, Quantity, Recording
 from rulegen.diagnosis.params import TTFT_METRIC, Context, Params
 from rulegen.host import with_host
@@ -74,9 +75,12 @@ class EvidenceBuilder:
         by = host.label
         sel = self.ctx.sel
         if quantity == "ttft":
-            rate = with_host(host, f"rate({TTFT_METRIC}_bucket{sel('vllm')}[{w}])")
+            native = is_native(self.ctx.ttft_histogram)
+            series = TTFT_METRIC if native else f"{TTFT_METRIC}_bucket"
+            rate = with_host(host, f"rate({series}{sel('vllm')}[{w}])")
             q = units.literal(self.params.quantile)
-            expr = f"histogram_quantile({q},\n  sum by (le, {by}, model_name) ({rate})\n)"
+            le = "" if native else "le, "
+            expr = f"histogram_quantile({q},\n  sum by ({le}{by}, model_name) ({rate})\n)"
             pname = quantile_name(self.params.quantile)
             name = f"host_model:vllm_time_to_first_token_seconds:{pname}_rate{w}"
             return Recording(quantity, name, expr, True)

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Literal
 
 from rulegen import promql
+from rulegen.core.histograms import CLASSIC, HistogramKind
 from rulegen.host import Host
 from rulegen.source.loader import Origin
 
@@ -87,6 +88,8 @@ class ResolvedDiagnosis:
     runbook_url: str | None = None
     # Range selectors are left-open (Prometheus 3): what the tests' baseline mean reads
     left_open: bool = False
+    # How the TTFT histogram is stored: classic ``_bucket`` series or NHCB
+    ttft_histogram: HistogramKind = CLASSIC
 
     @property
     def by_model(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
+from rulegen.core.histograms import CLASSIC, HistogramKind
 from rulegen.host import Host
 from rulegen.source.fields import Collector, duration
 from rulegen.source.loader import PathKey
@@ -32,9 +33,12 @@ class Context:
         selectors: Mapping[str, tuple[promql.Matcher, ...]],
         scrape: Decimal,
         catalog: Catalog,
+        ttft_histogram: HistogramKind = CLASSIC,
     ) -> None:
         self.col, self.path, self.service, self.host = col, path, service, host
         self.selectors, self.scrape, self.catalog = selectors, scrape, catalog
+        # how the TTFT histogram is stored (``histograms:``): its evidence and tests follow
+        self.ttft_histogram = ttft_histogram
 
     def sel(self, family: str, *fixed: promql.Matcher) -> str:
         matchers = (*self.selectors.get(family, ()), *fixed)

@@ -14,13 +14,14 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
+from rulegen.core.histograms import ALL_CLASSIC, Histograms
 from rulegen.diagnosis.evidence import EvidenceBuilder
 from rulegen.diagnosis.model import (
     ALERT_NAMES,
     EXPLAINS,
     ResolvedDiagnosis,
 )
-from rulegen.diagnosis.params import Context, Params, test_devices, window_of
+from rulegen.diagnosis.params import TTFT_METRIC, Context, Params, test_devices, window_of
 from rulegen.host import host_of
 from rulegen.source.fields import Collector, duration, labels
 from rulegen.source.loader import PathKey
@@ -32,6 +33,17 @@ DEFAULT_SEVERITY = {
 }
 
 
+def _ttft_readable(ctx: Context, diagnosis: ResolvedDiagnosis) -> bool:
+    """A diagnosis reads TTFT from a classic or an NHCB histogram; its generated tests model
+    the linear interpolation inside a bucket those have, not an exponential histogram's."""
+    if ctx.ttft_histogram != "native" or all(e.quantity != "ttft" for e in diagnosis.evidence):
+        return True
+    ctx.col.error(ctx.path, f"reads TTFT from {TTFT_METRIC}, which histograms: makes an "
+                  "exponential native histogram: diagnoses read classic or nhcb histograms "
+                  "(docs/histograms.md)")  # fmt: skip
+    return False
+
+
 def resolve_diagnoses(
     col: Collector,
     spec: Any,
@@ -41,6 +53,7 @@ def resolve_diagnoses(
     intervals: tuple[Decimal, Decimal],
     catalog: Catalog,
     left_open: bool = False,
+    histograms: Histograms = ALL_CLASSIC,
 ) -> tuple[ResolvedDiagnosis, ...]:
     """Every diagnosis of a spec; ``alert_signals`` maps the spec's alert names to signals.
 
@@ -73,10 +86,11 @@ def resolve_diagnoses(
             )
             continue
         taken[name] = "diagnoses"
-        context = Context(col, path, spec.service, host, selectors, scrape, catalog)
+        ttft = histograms.kind(TTFT_METRIC, "vllm")
+        context = Context(col, path, spec.service, host, selectors, scrape, catalog, ttft)
         resolved = _diagnosis(context, entry, name, spec_labels, alert_signals, spec.runbook_url)
-        if resolved is not None:
-            out.append(replace(resolved, left_open=left_open))
+        if resolved is not None and _ttft_readable(context, resolved):
+            out.append(replace(resolved, left_open=left_open, ttft_histogram=ttft))
     return tuple(out)
 
 

@@ -19,6 +19,7 @@ from fractions import Fraction
 
 from rulegen import gotemplate, promql, units
 from rulegen.core.diagnostics import SPEC_TEST
+from rulegen.core.nativeseries import Layout
 from rulegen.core.synthetic import SynthError, histogram_plan
 from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
@@ -500,6 +501,8 @@ class _Model:
         bucket = (
             self.ttft["fire_bucket"] if value == self.ttft["fire"] else self.ttft["quiet_bucket"]
         )
+        if self.d.ttft_histogram == "nhcb":
+            return [self._nhcb(labels, bucket, steps)]
         out = []
         for bound in self.d.ttft_buckets:
             count = PER_STEP if Fraction(bound) >= bucket else 0
@@ -512,6 +515,18 @@ class _Model:
         inf = {**labels, "le": "+Inf"}
         out.append(InputSeries(_selector(f"{TTFT_METRIC}_bucket", inf), f"0+{PER_STEP}x{steps}"))
         return out
+
+    def _nhcb(self, labels: dict[str, str], bucket: Fraction, steps: int) -> InputSeries:
+        """The TTFT histogram as one NHCB series: ``PER_STEP`` observations a sample in the
+        bucket whose upper bound is ``bucket`` (the +Inf one past the last bound)."""
+        bounds = self.d.ttft_buckets
+        layout = Layout("nhcb", bounds)
+        index = next((i for i, b in enumerate(bounds) if Fraction(b) >= bucket), len(bounds))
+        counts = [Decimal(0)] * layout.size
+        counts[index] = Decimal(PER_STEP)
+        zero = layout.sample([Decimal(0)] * layout.size)
+        values = f"{zero}+{layout.sample(counts)}x{steps}"
+        return InputSeries(_selector(TTFT_METRIC, labels), values)
 
     def _labels(self, n: int) -> dict[str, str]:
         labels = dict(self.d.labels)

@@ -24,6 +24,7 @@ from rulegen.catalog import Catalog
 from rulegen.core.histograms import NATIVE_SINCE, HistogramKind, Histograms, is_native
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.diagnosis.model import ResolvedDiagnosis
+from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.resolve import resolve_diagnoses
 from rulegen.errors import Diagnostic
 from rulegen.host import RESERVED_HOST_LABELS
@@ -98,14 +99,14 @@ def resolve_spec(
         col, spec, spec_labels, intervals[0], intervals[1], catalog, version or DEFAULT,
         histograms,
     )  # fmt: skip
-    _histograms_used(col, histograms, alerts, slos, catalog)
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
     if host_ok:
         diagnoses = resolve_diagnoses(
             col, spec, spec_labels, signals, selectors, intervals, catalog,
-            (version or DEFAULT).left_open_ranges,
+            (version or DEFAULT).left_open_ranges, histograms,
         )  # fmt: skip
+    _histograms_used(col, histograms, alerts, slos, diagnoses, catalog)
     if col.diagnostics or evaluation is None or scrape is None or version is None:
         return None, col.diagnostics
     explained = {name for d in diagnoses for name in d.explains}
@@ -274,12 +275,15 @@ def _histograms_used(
     histograms: Histograms,
     alerts: list[ResolvedAlert],
     slos: tuple[ResolvedSLO, ...],
+    diagnoses: tuple[ResolvedDiagnosis, ...],
     catalog: Catalog,
 ) -> None:
-    """A metric entry no latency SLI or histogram alert reads is a typo (of a family or a
+    """A metric entry no latency SLI, histogram alert or diagnosis reads is a typo (of a family or a
     metric name): it would change nothing, silently."""
     read = {slo.sli.metric for slo in slos if isinstance(slo.sli, LatencySLI)}
     read.update(a.histogram_metric for a in alerts if a.histogram_metric is not None)
+    if any(e.quantity == "ttft" for d in diagnoses for e in d.evidence):
+        read.add(TTFT_METRIC)
     for metric, _ in histograms.metrics:
         if metric not in read:
             col.error(("histograms", metric), "no latency SLI or histogram alert of this spec "

@@ -55,14 +55,14 @@ class SeriesMaker:
     def _native(self, sli: LatencySLI, traffic: Traffic, gap: range) -> InputSeries:
         """One native histogram series: the good events in a bucket at or below the
         threshold, the others in one above it (``rulegen.core.nativeseries``)."""
-        layout = native_layout(sli)
+        layout, good, bad = native_layout(sli)
         samples: list[tuple[Decimal, ...] | None] = []
         for index, (total, errors) in enumerate(zip(traffic.total, traffic.errors, strict=True)):
             if index in gap:
                 samples.append(None)
                 continue
             counts = [Decimal(0)] * layout.size
-            counts[0], counts[-1] = Decimal(total - errors), Decimal(errors)
+            counts[good], counts[bad] = Decimal(total - errors), Decimal(errors)
             samples.append(tuple(counts))
         labels = _satisfy(sli.matchers, dict(self.group))
         return InputSeries(_selector(sli.metric, labels), native_expanding(layout, samples))
@@ -121,16 +121,22 @@ class SeriesMaker:
         return _selector("", {"service": self.slo.service, "slo": self.slo.name, **self.group})
 
 
-def native_layout(sli: LatencySLI) -> Layout:
-    """The buckets of an SLO test's native histogram: NHCB with the threshold as its one
-    bound (good events at most it, the rest in +Inf); exponential (schema 0) from the bucket
-    whose upper bound is the power of two at or below the threshold to the one just above
-    the power of two at or above it (so no observation shares a bucket with the threshold)."""
+def native_layout(sli: LatencySLI) -> tuple[Layout, int, int]:
+    """The buckets of an SLO test's native histogram, and the buckets of the good and the
+    bad events: the bucket just at or below the threshold and the one just above it, so
+    that a threshold moved either way (in the rules) moves events across it.
+
+    NHCB: bounds ``T/2, T, 2T``, good events in ``(T/2, T]``, bad in ``(T, 2T]``.
+    Exponential (schema 0): good events in the bucket whose upper bound is the power of two
+    at or below ``T``, bad in the one just above the power of two at or above it (so no
+    observation shares a bucket with a threshold that is not a bound).
+    """
     if sli.histogram == "nhcb":
-        return Layout("nhcb", (sli.threshold,))
+        threshold = sli.threshold
+        return Layout("nhcb", (threshold / 2, threshold, threshold * 2)), 1, 2
     good = exponential_index(power_of_two_below(sli.threshold))
     bad = exponential_index(power_of_two_above(sli.threshold) * 2)
-    return Layout("native", offset=good, width=bad - good + 1)
+    return Layout("native", offset=good, width=bad - good + 1), 0, bad - good
 
 
 def _group_value(slo: ResolvedSLO, name: str) -> str:
