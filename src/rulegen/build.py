@@ -314,7 +314,7 @@ def _native_readers(spec: ResolvedSpec) -> list[Diagnostic]:
     ``histogram_fraction`` of one series) and VictoriaMetrics keeps histograms as ``_bucket``
     series, so such rules would read nothing there."""
     why = (
-        "reads a {kind} histogram, which --target victoriametrics cannot: VictoriaMetrics "
+        "reads a native histogram ({kind}), which --target victoriametrics cannot: VictoriaMetrics "
         "stores histograms as _bucket series (set histograms: classic for it)"
     )
     out = [

@@ -1047,6 +1047,125 @@ CASES: list[Case] = [
             """,
         stderr=spec_errors("specs/web.yaml:3:7: slos: must not be empty"),
     ),
+    # --- native histograms (docs/histograms.md) ---------------------------------------------
+    Case(
+        "a histograms: value other than classic, nhcb or native is rejected",
+        spec="""
+            version: 1
+            service: web
+            histograms: {vllm: nhbc}
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency: {metric: vllm:time_to_first_token_seconds, threshold: 500ms}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:20: histograms.vllm: must be 'classic', 'nhcb' or 'native' "
+            "(got 'nhbc')"
+        ),
+    ),
+    Case(
+        "a histograms: key that is neither a family nor a histogram's base name is rejected",
+        spec="""
+            version: 1
+            service: web
+            histograms: {vllm:time_to_first_token_seconds_bucket: nhcb}
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency: {metric: vllm:time_to_first_token_seconds, threshold: 500ms}
+            """,
+        stderr=spec_errors(
+            'specs/web.yaml:3:55: histograms["vllm:time_to_first_token_seconds_bucket"]: must be '
+            "a family (node, vllm, dcgm, grpc, smartctl, weights) or a histogram's base name "
+            "(no _bucket, _count or _sum)"
+        ),
+    ),
+    Case(
+        "a histograms: metric that nothing of the spec reads is rejected (a typo)",
+        spec="""
+            version: 1
+            service: web
+            histograms: {vllm:time_to_first_token: nhcb}
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency: {metric: vllm:time_to_first_token_seconds, threshold: 500ms}
+            """,
+        stderr=spec_errors(
+            'specs/web.yaml:3:40: histograms["vllm:time_to_first_token"]: no latency SLI or '
+            "histogram alert of this spec reads 'vllm:time_to_first_token' (families: node, "
+            "vllm, dcgm, grpc, smartctl, weights)"
+        ),
+    ),
+    Case(
+        "native histograms under a declared Prometheus 2.x are rejected at the entry",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {version: "2.53"}
+            histograms: {vllm: nhcb}
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency: {metric: vllm:time_to_first_token_seconds, threshold: 500ms}
+              - name: e2e
+                objective: 99%
+                sli:
+                  latency:
+                    metric: vllm:e2e_request_latency_seconds
+                    threshold: 1s
+                    histogram: native
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:20: histograms.vllm: nhcb histograms need Prometheus 3.0 or later "
+            "(prometheus.version is 2.53)",
+            "specs/web.yaml:16:20: slos[1].sli.latency.histogram: native histograms need "
+            "Prometheus 3.0 or later (prometheus.version is 2.53)",
+        ),
+    ),
+    Case(
+        "buckets: on an exponential native histogram is rejected (it has no le bounds)",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  latency:
+                    metric: http_request_duration_seconds
+                    threshold: 500ms
+                    buckets: [0.1, 0.5, 1]
+                    histogram: native
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:10:18: slos[0].sli.latency.buckets: an exponential native histogram "
+            "has no le bounds: buckets: is for classic and nhcb histograms"
+        ),
+    ),
+    Case(
+        "an NHCB threshold must be a bucket bound, as for the classic histogram",
+        spec="""
+            version: 1
+            service: web
+            histograms: {vllm: nhcb}
+            slos:
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency: {metric: vllm:time_to_first_token_seconds, threshold: 300ms}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:70: slos[0].sli.latency.threshold: 300ms is not a bucket bound "
+            "of vllm:time_to_first_token_seconds (nearest: 0.25, 0.1, 0.5 seconds); the SLI "
+            "counts the bucket le=threshold"
+        ),
+    ),
     Case(
         "errors in two SLOs are all reported in one run, in file order",
         spec="""

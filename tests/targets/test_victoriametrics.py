@@ -421,3 +421,32 @@ alerts:
     assert "vmalert -dryRun failed on a victoriametrics file:" in result.err
     assert "keep_firing_for" in result.err
     assert not (in_tmp / "rules").exists()
+
+
+def test_native_histograms_are_refused_for_victoriametrics(in_tmp: Path, cli: Cli) -> None:
+    """MetricsQL has no native histograms: each rule that reads one is named, nothing is
+    written; the Prometheus files alone build."""
+    spec = """\
+version: 1
+service: web
+histograms: {vllm: nhcb}
+alerts:
+  - {signal: ttft_latency, threshold: 500ms, severity: critical}
+slos:
+  - name: ttft
+    objective: 99%
+    sli:
+      latency: {metric: "vllm:time_to_first_token_seconds", threshold: 500ms}
+"""
+    write_tree(in_tmp, {"specs/web.yaml": spec})
+    why = (
+        "reads a native histogram (nhcb), which --target victoriametrics cannot: VictoriaMetrics "
+        "stores histograms as _bucket series (set histograms: classic for it)"
+    )
+    refused = cli("build", "--no-validate", "--target", "victoriametrics")
+    assert refused.code == 2
+    assert refused.err.splitlines() == list(
+        spec_errors(f"specs/web.yaml:5:5: alerts[0]: {why}", f"specs/web.yaml:7:5: slos[0]: {why}")
+    )
+    assert not (in_tmp / "rules").exists()
+    assert cli("build", "--no-validate").code == 0

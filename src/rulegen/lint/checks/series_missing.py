@@ -33,7 +33,8 @@ def reads(spec: ResolvedSpec) -> Iterator[tuple[str, FieldPath, str]]:
         sli = slo.sli
         if isinstance(sli, LatencySLI):
             matchers = ", ".join(m.render() for m in sli.matchers)
-            yield slo.alert_name, path, f"{sli.metric}_bucket{{{matchers}}}".replace("{}", "")
+            series = sli.metric if sli.native else f"{sli.metric}_bucket"
+            yield slo.alert_name, path, f"{series}{{{matchers}}}".replace("{}", "")
         else:
             for counter in (sli.errors, sli.total):
                 yield slo.alert_name, path, counter.render()
