@@ -57,7 +57,7 @@ def is_native(kind: HistogramKind) -> bool:
     return kind != CLASSIC
 
 
-def exponential_bound(value: Decimal) -> bool:
+def is_exponential_bound(value: Decimal) -> bool:
     """Whether ``value`` is a bucket bound of an exponential native histogram at any schema.
 
     The bounds of schema ``s`` are ``2**(k / 2**s)``; such a number is rational only when
