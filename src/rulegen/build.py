@@ -48,7 +48,7 @@ from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
 from rulegen.slo.model import LatencySLI, ResolvedSLO
-from rulegen.slo.rules import slo_group
+from rulegen.slo.rules import replay_safe_group, slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
 from rulegen.source.loader import Origin, read_capped
@@ -300,7 +300,7 @@ def render_service(
     files = FileSet(written)
     dashboard = dashboard_json(service_dashboard(spec, source))
     files[f"grafana/{spec.service}.json"] = dump_json(dashboard)
-    extra, reports = _target_files(service, spec.targets, source, targets)
+    extra, reports = _target_files(service, spec.targets, source, targets, spec.slos)
     files.update(extra)
     return RenderedService(
         _rules_only(service), files, _test_costs(service), loads, source, spec.targets, reports,
@@ -539,8 +539,20 @@ def _service_files(
     return files, loads
 
 
+def _replay_safe(
+    groups: tuple[RuleGroup, ...], slos: Sequence[ResolvedSLO]
+) -> tuple[RuleGroup, ...]:
+    """The SLO groups with replay-safe alert descriptions (``slo.rules.replay_safe_group``)."""
+    by_name = {f"{slo.service}-slo-{slo.name}": slo for slo in slos}
+    return tuple(replay_safe_group(by_name[g.name], g) if g.name in by_name else g for g in groups)
+
+
 def _target_files(
-    service: ServiceOutput, settings: TargetSettings, source: str, targets: Sequence[str]
+    service: ServiceOutput,
+    settings: TargetSettings,
+    source: str,
+    targets: Sequence[str],
+    slos: Sequence[ResolvedSLO] = (),
 ) -> tuple[dict[str, str], list[str]]:
     """One service's PrometheusRule object, Thanos and vmalert files, as asked; the Thanos
     warnings."""
@@ -557,9 +569,10 @@ def _target_files(
         reports.extend(f"thanos: {f.group}/{f.rule}: {f.reason}" for f in flags)
     if "victoriametrics" in targets:
         vm = settings.victoriametrics
-        data = vmalert_rule_file(
-            vmalert_groups(service), vm.concurrency, vm.labels, vm.max_query_len
-        )
+        vm_groups = vmalert_groups(service)
+        if vm.replay_safe:
+            vm_groups = _replay_safe(vm_groups, slos)
+        data = vmalert_rule_file(vm_groups, vm.concurrency, vm.labels, vm.max_query_len)
         files[f"victoriametrics/{service.service}.rules.yml"] = dump_yaml(data, source)
         # left above the limit: the rules too long even with no recording inlined (written
         # fully inlined, so that raising both limits to their size makes them exact)

@@ -7,7 +7,7 @@ read recordings made in the same evaluation, never one interval late.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -447,6 +447,54 @@ def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str
     if slo.runbook_url:
         out.append(("runbook_url", go_escape(slo.runbook_url.replace("{alert}", slo.alert_name))))
     return tuple(out)
+
+
+def replay_safe_group(slo: ResolvedSLO, group: RuleGroup) -> RuleGroup:
+    """``group`` (this SLO's) with alert descriptions that do not call ``query``.
+
+    Why: vmalert 1.79's replay mode (``-replay.timeFrom``) refuses a rule file whose
+    annotations use the ``query`` template function, which the SLO alerts' descriptions call
+    to list the firing tiers and the budget left; 1.145 replays them. The replay-safe text
+    names the alert's tiers and the recording that holds the budget left instead
+    (``targets.victoriametrics.replay_safe``, docs/victoriametrics.md).
+    """
+    by_severity = {a.severity: a for a in slo.alerts}
+    rules: list[RecordingRule | AlertRule] = []
+    for rule in group.rules:
+        if isinstance(rule, AlertRule):
+            severity = dict(rule.labels).get("severity")
+            if rule.alert == INCOMPLETE:
+                rule = replace(rule, annotations=_safe(rule, _incomplete_text(slo)))
+            elif rule.alert == slo.alert_name and severity in by_severity:
+                text = _burn_text(slo, by_severity[severity])
+                rule = replace(rule, annotations=_safe(rule, text))
+        rules.append(rule)
+    return replace(group, rules=tuple(rules))
+
+
+def _safe(rule: AlertRule, description: str) -> tuple[tuple[str, str], ...]:
+    return tuple((k, description if k == "description" else v) for k, v in rule.annotations)
+
+
+def _burn_text(slo: ResolvedSLO, alert: SLOAlert) -> str:
+    tiers = "; ".join(describe_tier(t) for t in alert.tiers)
+    left = own_selector(slo, BUDGET_LEFT)
+    return (
+        'Burn rate {{ $value | printf "%.3g" }}× the sustainable rate (long window of the '
+        + go_escape(f"first tier firing). Tiers of this alert: {tiers}. Error budget left: {left}.")
+    )
+
+
+def _incomplete_text(slo: ResolvedSLO) -> str:
+    span = window_name(slo.window)
+    return (
+        "Only {{ $value | humanizePercentage }} of the "
+        + go_escape(span)
+        + " window is recorded: the rest of its events are missing from the SLI, the error "
+        "budget and the burn rates (rule evaluations that did not run, or raw series that were "
+        "not scraped). Re-record them from the raw series with rulegen repair (rulegen docs: "
+        "slos.md, Repair)."
+    )
 
 
 def _condition_of(slo: ResolvedSLO, tier: Tier) -> Callable[[Callable[[str], str]], str]:

@@ -205,6 +205,9 @@ class VictoriaMetricsTarget(SpecBase):
     # longer when fewer inlined levels fit (docs/victoriametrics.md). Below 1024 bytes not
     # even a cascade level's own expression fits.
     max_query_len: int = Field(default=16384, ge=1024)
+    # SLO alert descriptions without the `query` template, which vmalert 1.79's replay mode
+    # refuses (docs/victoriametrics.md#backfilling-the-slo-recordings-of-a-new-deployment-replay)
+    replay_safe: bool = False
 
 
 class PrometheusSettings(SpecBase):

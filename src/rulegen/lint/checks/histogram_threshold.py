@@ -35,14 +35,15 @@ def run(scope: Scope) -> None:
     alert fires on an interpolated quantile."""
     for slo in scope.spec.slos:
         sli = slo.sli
-        if isinstance(sli, LatencySLI) and sli.histogram == "native":
-            if not is_exponential_bound(sli.threshold):
-                scope.report(
-                    scope.field(slo.origin.path.child("sli", "latency"), "threshold"),
-                    f"SLO {slo.name}: {units.format_latency(sli.threshold)} is no bucket bound "
-                    "of an exponential histogram: the good events are interpolated inside the "
-                    f"bucket holding it (nearest exact: {_nearest(sli.threshold)})",
-                )
+        if not isinstance(sli, LatencySLI) or sli.histogram != "native":
+            continue
+        if not is_exponential_bound(sli.threshold):
+            scope.report(
+                scope.field(slo.origin.path.child("sli", "latency"), "threshold"),
+                f"SLO {slo.name}: {units.format_latency(sli.threshold)} is no bucket bound "
+                "of an exponential histogram: the good events are interpolated inside the "
+                f"bucket holding it (nearest exact: {_nearest(sli.threshold)})",
+            )
     for alert in scope.spec.alerts:
         if alert.histogram == "native" and not is_exponential_bound(alert.threshold):
             scope.report(
