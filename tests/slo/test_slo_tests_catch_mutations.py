@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ON_PROMETHEUS_2, for_stack, rendered_rules
+from conftest import for_stack, rendered_rules
 from support import promtool_cases
 
 pytestmark = [
@@ -73,30 +73,6 @@ SPEC = """
           - {long: 6h, short: 30m, budget: 5%, alert: page}
           - {long: 1d, short: 2h, budget: 10%, alert: ticket}
     """
-# The latency SLO's native twins (Prometheus 3 only): the same SLO on a native histogram with
-# custom buckets and on an exponential one (250ms = 2**-2 s, a bound of every schema). They
-# must pass and fail on the same mutations as the classic one.
-TWINS = {"search-nhcb": "nhcb", "search-native": "native"}
-TWIN = """
-      - name: {name}
-        objective: 99%
-        window: 28d
-        sli:
-          latency:
-            metric: http_request_duration_seconds
-            threshold: 250ms
-            histogram: {kind}
-            matchers: 'handler="/search"'
-        group_by: [region]
-        alerting:
-          min_traffic: 0.1
-        tiers:
-          - {{long: 1h, short: 5m, budget: 2%, alert: page}}
-          - {{long: 6h, short: 30m, budget: 5%, alert: page}}
-          - {{long: 1d, short: 2h, budget: 10%, alert: ticket}}
-"""
-TWINNED = () if ON_PROMETHEUS_2 else tuple(TWINS)
-SPEC_TWINS = SPEC.rstrip() + "".join(TWIN.format(name=name, kind=TWINS[name]) for name in TWINNED)
 
 CHECKOUT = 'service="shop", slo="checkout"'
 
@@ -220,24 +196,7 @@ MUTATIONS = [
 # fmt: on
 
 
-def _twin(mutation: Mutation, name: str) -> Mutation:
-    """``mutation`` of the latency SLO made for its native twin ``name``: the same edit, on
-    the twin's labels; the bucket edit is the threshold of ``histogram_fraction``."""
-    own = f'slo="{name}"'
-
-    def moved(text: str) -> str:
-        return text.replace('slo="search"', own)
-
-    old, new = moved(mutation.old), moved(mutation.new)
-    if old == 'le="0.25"':
-        old, new = "histogram_fraction(-Inf, 0.25,", "histogram_fraction(-Inf, 0.5,"
-    broken = f"{name}: {mutation.broken}"
-    return Mutation(broken, name, mutation.where, old, new, mutation.count, mutation.regex,
-                    mutation.first)  # fmt: skip
-
-
-MUTATIONS += [_twin(m, name) for name in TWINNED for m in MUTATIONS if m.slo == "search"]
-SLOS = ("checkout", "search", *TWINNED)
+SLOS = ("checkout", "search")
 
 
 @dataclass(frozen=True)
@@ -266,28 +225,31 @@ def _promtool(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The spec built once, without validation: ``rules/`` with two rule and four test files."""
-    spec = for_stack(SPEC_TWINS)
-    return rendered_rules(tmp_path_factory.mktemp("spec"), {"specs/shop.yaml": spec})
+def build_spec(spec: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``spec`` (for the stack under test) built without validation: its ``rules/``."""
+    root = tmp_path_factory.mktemp("spec")
+    return rendered_rules(root, {"specs/shop.yaml": for_stack(spec)})
 
 
-@pytest.fixture(scope="module")
-def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Every promtool run of the module, by mutation (``original <slo>`` for the unmutated)."""
+def promtool_runs(
+    built: Path,
+    slos: tuple[str, ...],
+    mutations: list[Mutation],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Run]:
+    """Every promtool run of a suite, by mutation (``original <slo>`` for the unmutated)."""
     cases = {
         slo: [
             case for name in _test_files(built, slo) for case in promtool_cases.split(built, name)
         ]
-        for slo in SLOS
+        for slo in slos
     }
     # The folders are made before the threads start: tmp_path_factory is not thread-safe.
     originals = {slo: tmp_path_factory.mktemp("original") for slo in cases}
-    mutants = {m.broken: tmp_path_factory.mktemp("run") for m in MUTATIONS}
+    mutants = {m.broken: tmp_path_factory.mktemp("run") for m in mutations}
     for root in [*originals.values(), *mutants.values()]:
         shutil.copytree(built, root, dirs_exist_ok=True)
-    for mutation in MUTATIONS:
+    for mutation in mutations:
         rules = mutants[mutation.broken] / _rules_name(mutation.slo)
         rules.write_text(mutation.apply(rules.read_text()))
         promtool_cases.write(mutants[mutation.broken], cases[mutation.slo])
@@ -309,7 +271,7 @@ def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run
         files.sort(key=lambda f: -sum(c.steps for c in cases[f[0]] if c.source == f[1]))
         tested = {(slo, name): pool.submit(whole, slo, name) for slo, name in files}
         checked = {slo: pool.submit(check, slo, root) for slo, root in originals.items()}
-        found = {m.broken: pool.submit(mutant, m) for m in MUTATIONS}
+        found = {m.broken: pool.submit(mutant, m) for m in mutations}
         result = {key: future.result() for key, future in found.items()}
     for slo in originals:
         procs = [(name, tested[slo, name].result()) for name in _test_files(built, slo)]
@@ -319,19 +281,21 @@ def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run
     return result
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The spec built once, without validation: ``rules/`` with two rule and four test files."""
+    return build_spec(SPEC, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Every promtool run of the module, by mutation (``original <slo>`` for the unmutated)."""
+    return promtool_runs(built, SLOS, MUTATIONS, tmp_path_factory)
+
+
 def test_each_slo_has_a_test_file_and_a_history_test_file(built: Path) -> None:
     for slo in SLOS:
         assert len(_test_files(built, slo)) == 2, slo
-
-
-def test_the_native_twins_read_native_histograms(built: Path) -> None:
-    for name in TWINNED:
-        rules = (built / _rules_name(name)).read_text()
-        assert "histogram_fraction(-Inf, 0.25, http_request_duration_seconds{" in rules
-        assert "_bucket" not in rules
-        tests = (built / f"tests/shop.slo.{name}.test.yml").read_text()
-        schema = "{{schema:-53 " if TWINS[name] == "nhcb" else "{{schema:0 "
-        assert schema in tests
 
 
 @pytest.mark.parametrize("slo", SLOS)
