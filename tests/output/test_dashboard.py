@@ -911,3 +911,25 @@ def test_utf8_names_in_a_custom_alert_give_queries_that_run(in_tmp: Path, cli: C
     assert promql_problems(board) == []
     exprs = [expr for _, expr in queries(board)]
     assert 'sum by ("k8s.pod") (rate({"http.requests", code=~"5.."}[5m])) > 1' in exprs
+
+
+@pytest.mark.parametrize("kind", ["nhcb", "native"])
+def test_the_example_on_native_histograms_draws_no_bucket_series(
+    kind: str, in_tmp: Path, cli: Cli
+) -> None:
+    """``histograms: {vllm: …}`` switches the dashboards too: every panel query of the
+    example reads the native series (no ``_bucket``), and each still parses as PromQL."""
+    _copy_example(in_tmp)
+    spec = in_tmp / "specs/llm-serving.yaml"
+    text = spec.read_text() + f"histograms: {{vllm: {kind}}}\n"
+    if kind == "native":  # an exponential TTFT is refused for diagnoses
+        data = yaml.safe_load(text)
+        data.pop("diagnoses")
+        text = yaml.safe_dump(data)
+    spec.write_text(text)
+    built = cli("build", "--no-validate")
+    assert built.code == 0, built.err
+    board = json.loads((in_tmp / "rules/grafana/deepseek-v4.json").read_text())
+    assert len(queries(board)) >= 40
+    assert not [q for _, q in queries(board) if "_bucket" in q]
+    assert promql_problems(board) == []
