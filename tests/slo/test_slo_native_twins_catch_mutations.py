@@ -26,6 +26,8 @@ from test_slo_tests_catch_mutations import (
     Run,
     _rules_name,
     _test_files,
+    assert_caught,
+    assert_passes,
     build_spec,
     promtool_runs,
 )
@@ -106,14 +108,9 @@ def test_the_twins_read_native_histograms(slo: str, built: Path) -> None:
 
 @pytest.mark.parametrize("slo", SLOS)
 def test_the_generated_tests_pass_on_the_twins(slo: str, runs: dict[str, Run]) -> None:
-    run = runs[f"original {slo}"]
-    assert run.checked.returncode == 0, run.checked.stderr
-    assert run.failed == "", run.output
+    assert_passes(runs[f"original {slo}"])
 
 
 @pytest.mark.parametrize("mutation", TWIN_MUTATIONS, ids=[m.broken for m in TWIN_MUTATIONS])
 def test_a_mutated_twin_fails_its_generated_tests(mutation: Mutation, runs: dict[str, Run]) -> None:
-    run = runs[mutation.broken]
-    assert run.checked.returncode == 0, run.checked.stderr
-    assert run.failed, f"both test files of {mutation.slo} pass: the mutation is not caught"
-    assert "FAILED" in run.output
+    assert_caught(runs[mutation.broken], mutation.slo)

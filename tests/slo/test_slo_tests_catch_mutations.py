@@ -298,17 +298,25 @@ def test_each_slo_has_a_test_file_and_a_history_test_file(built: Path) -> None:
         assert len(_test_files(built, slo)) == 2, slo
 
 
-@pytest.mark.parametrize("slo", SLOS)
-def test_the_generated_tests_pass_on_the_generated_rules(slo: str, runs: dict[str, Run]) -> None:
-    run = runs[f"original {slo}"]
+def assert_passes(run: Run) -> None:
+    """The unmutated rules: valid, and every generated test passes."""
     assert run.checked.returncode == 0, run.checked.stderr
     assert run.failed == "", run.output
 
 
+def assert_caught(run: Run, slo: str) -> None:
+    """A mutant: still a valid rule file (only the unit tests can tell it is wrong), and a
+    generated test of its SLO fails."""
+    assert run.checked.returncode == 0, run.checked.stderr
+    assert run.failed, f"both test files of {slo} pass: the mutation is not caught"
+    assert "FAILED" in run.output
+
+
+@pytest.mark.parametrize("slo", SLOS)
+def test_the_generated_tests_pass_on_the_generated_rules(slo: str, runs: dict[str, Run]) -> None:
+    assert_passes(runs[f"original {slo}"])
+
+
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.broken for m in MUTATIONS])
 def test_a_mutated_rule_fails_the_generated_tests(mutation: Mutation, runs: dict[str, Run]) -> None:
-    run = runs[mutation.broken]
-    # The edit is still a valid rule file: only the unit tests can tell it is wrong.
-    assert run.checked.returncode == 0, run.checked.stderr
-    assert run.failed, f"both test files of {mutation.slo} pass: the mutation is not caught"
-    assert "FAILED" in run.output
+    assert_caught(runs[mutation.broken], mutation.slo)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,15 +62,6 @@ def _vm_file(root: Path, safe: bool) -> Path:
     return root / "rules/victoriametrics/shop.rules.yml"
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[Servers]:
-    running = Servers(tmp_path)
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 def _start_vm(servers: Servers, root: Path) -> str:
     port = free_port()
     servers.start("victoria-metrics", [
@@ -96,7 +86,15 @@ def _checkouts(start: int, end: int, outage: int) -> list[str]:
     return lines
 
 
-def test_the_replay_safe_file_replays_its_alerts(servers: Servers, tmp_path: Path) -> None:
+def test_the_replay_safe_file_replays_its_alerts(tmp_path: Path) -> None:
+    servers = Servers(tmp_path)  # the processes this test starts, stopped at its end
+    try:
+        _replays(servers, tmp_path)
+    finally:
+        servers.stop()
+
+
+def _replays(servers: Servers, tmp_path: Path) -> None:
     safe, default = _vm_file(tmp_path / "safe", True), _vm_file(tmp_path / "default", False)
     assert "query" not in safe.read_text()
     assert "with query" in default.read_text()
