@@ -45,6 +45,8 @@ SLO = """
         threshold: 250ms
         buckets: [0.1, 0.25, 0.5, 1]
         histogram: {kind}
+    tiers:
+      - {{long: 1h, short: 1m, budget: 2%, alert: page}}
 """
 SPEC = (
     'version: 1\nservice: shop\nprometheus: {version: "3.5"}\n'
@@ -133,11 +135,11 @@ def prometheus(target: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 def _wait_for_both(server: PrometheusServer) -> None:
-    """Until both SLOs have recorded their error ratios (their 5m base window reads 30 s
-    back: the first value comes some 30 s after the first scrape), then 10 s more."""
+    """Until both SLOs have recorded their error ratios (their 1m base window reads 6 s
+    back: the first value comes some seconds after the first scrape), then 10 s more."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        got = _values(server, 'slo:sli_error:ratio_rate1d{service="shop"}', time.time())
+        got = _values(server, 'slo:sli_error:ratio_rate7d{service="shop"}', time.time())
         if set(got) == {"classic", "nhcb"}:
             time.sleep(10)
             return
@@ -165,7 +167,7 @@ def _base_expressions(server: PrometheusServer, slo: str) -> dict[str, str]:
     """The SLO's base window recordings as Prometheus loaded them: record name → query."""
     groups = server.api("rules", {})["groups"]
     group = next(g for g in groups if g["name"] == f"shop-slo-{slo}")
-    return {r["name"]: r["query"] for r in group["rules"] if r["name"].endswith("increase5m")}
+    return {r["name"]: r["query"] for r in group["rules"] if r["name"].endswith("increase1m")}
 
 
 def test_the_nhcb_base_windows_count_what_the_classic_ones_do(
@@ -176,14 +178,14 @@ def test_the_nhcb_base_windows_count_what_the_classic_ones_do(
     (The errors read the total just recorded, which at an instant of a query is that
     group's last evaluation: it is replaced by the total's own expression here.)"""
     classic, nhcb = _base_expressions(prometheus, "classic"), _base_expressions(prometheus, "nhcb")
-    assert set(classic) == set(nhcb) == {"slo:sli_total:increase5m", "slo:sli_errors:increase5m"}
+    assert set(classic) == set(nhcb) == {"slo:sli_total:increase1m", "slo:sli_errors:increase1m"}
     now = time.time()
     for at in (now - 7.5, now - 4.25, now - 1):
         for name in classic:
             values = []
             for slo, queries in (("classic", classic), ("nhcb", nhcb)):
-                total = f'sum(slo:sli_total:increase5m{{service="shop", slo="{slo}"}})'
-                query = queries[name].replace(total, f"sum({queries['slo:sli_total:increase5m']})")
+                total = f'sum(slo:sli_total:increase1m{{service="shop", slo="{slo}"}})'
+                query = queries[name].replace(total, f"sum({queries['slo:sli_total:increase1m']})")
                 result = prometheus.query(query, at)["result"]
                 assert len(result) == 1, (slo, name, result)
                 values.append(float(result[0]["value"][1]))
@@ -192,7 +194,7 @@ def test_the_nhcb_base_windows_count_what_the_classic_ones_do(
 
 @pytest.mark.parametrize(
     ("recording", "expected"),
-    [("slo:sli_error:ratio_rate5m", 0.1), ("slo:sli_error:ratio_rate1d", 0.1),
+    [("slo:sli_error:ratio_rate1m", 0.1), ("slo:sli_error:ratio_rate7d", 0.1),
      ("slo:error_budget_remaining:ratio", 1 - 0.1 / 0.01)],
 )  # fmt: skip
 def test_both_slos_record_the_share_of_slow_requests(

@@ -66,7 +66,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/slo/test_slo_spec_errors.py": (0.9, 168),
     "tests/slo/test_slo_tests_catch_mutations.py": (0, 61),
     "tests/slo/test_slo_native_twins_catch_mutations.py": (0, 70),
-    "tests/slo/test_native_histograms_prometheus.py": (0, 50),
+    "tests/slo/test_native_histograms_prometheus.py": (0, 30),
     "tests/targets/test_victoriametrics.py": (2.1, 0.2),
     "tests/targets/test_victoriametrics_e2e.py": (0, 150),
     "tests/targets/test_victoriametrics_replay_safe.py": (0, 46),
