@@ -26,7 +26,7 @@ from rulegen.alerts.model import ResolvedAlert, ResolvedExample
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
 from rulegen.core.diagnostics import SPEC_TEST
 from rulegen.core.histograms import is_native
-from rulegen.core.nativeseries import Layout
+from rulegen.core.nativeseries import Layout, growing
 from rulegen.core.synthetic import (
     MARGIN,
     TEST_SCHEMA,
@@ -475,12 +475,7 @@ def _native_histogram(
         index = next((i for i, b in enumerate(bounds) if b >= bucket), len(bounds))
     else:
         layout, index = Layout("native", offset=int(bucket), schema=TEST_SCHEMA), 0
-    counts = [Decimal(0)] * layout.size
-    counts[index] = per_step
-    zero = layout.sample([Decimal(0)] * layout.size)
-    step = layout.sample(counts)
-    values = f"{zero}+{step}x{steps}"
-    return InputSeries(_selector(metric, scenario.labels), values)
+    return InputSeries(_selector(metric, scenario.labels), growing(layout, index, per_step, steps))
 
 
 def _selector(name: str, labels: Mapping[str, str]) -> str:

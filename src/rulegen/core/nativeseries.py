@@ -66,6 +66,14 @@ class Layout:
         return f"{{{{schema:{self.schema} {head} offset:{self.offset} buckets:[{buckets}]}}}}"
 
 
+def growing(layout: Layout, index: int, per_step: Decimal, steps: int) -> str:
+    """A series of ``steps + 1`` samples from an empty histogram, each ``per_step``
+    observations more in bucket ``index``: ``{{empty}}+{{step}}x<steps>``."""
+    counts = [Decimal(0)] * layout.size
+    counts[index] = per_step
+    return f"{layout.sample([Decimal(0)] * layout.size)}+{layout.sample(counts)}x{steps}"
+
+
 def exponential_bound(index: int, schema: int) -> Decimal:
     """The upper bound of bucket ``index`` at ``schema``: ``2**(index / 2**schema)`` (exact
     at schema 0; otherwise the nearest float, which is what the sum needs)."""

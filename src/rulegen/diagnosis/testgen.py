@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from rulegen import gotemplate, promql, units
 from rulegen.core.diagnostics import SPEC_TEST
-from rulegen.core.nativeseries import Layout
+from rulegen.core.nativeseries import Layout, growing
 from rulegen.core.synthetic import SynthError, histogram_plan
 from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
@@ -522,10 +522,7 @@ class _Model:
         bounds = self.d.ttft_buckets
         layout = Layout("nhcb", bounds)
         index = next((i for i, b in enumerate(bounds) if Fraction(b) >= bucket), len(bounds))
-        counts = [Decimal(0)] * layout.size
-        counts[index] = Decimal(PER_STEP)
-        zero = layout.sample([Decimal(0)] * layout.size)
-        values = f"{zero}+{layout.sample(counts)}x{steps}"
+        values = growing(layout, index, Decimal(PER_STEP), steps)
         return InputSeries(_selector(TTFT_METRIC, labels), values)
 
     def _labels(self, n: int) -> dict[str, str]:
