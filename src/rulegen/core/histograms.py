@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from rulegen.core.versions import PrometheusVersion
 
 HistogramKind = Literal["classic", "nhcb", "native"]
-KINDS: tuple[HistogramKind, ...] = get_args(HistogramKind)
 CLASSIC: HistogramKind = "classic"
 # Native histograms (and NHCB, which 3.0 introduced) are written for Prometheus 3.0 on: before
 # it they were an experimental feature whose test notation and functions promtool 2.42 lacks.
@@ -64,14 +66,15 @@ def is_exponential_bound(value: Decimal) -> bool:
     ``k / 2**s`` is a whole number, so the only thresholds every schema (and the generated
     tests' schema 0) has as a bound are the powers of two: 0.25s, 0.5s, 1s, 2s…
     """
-    if value <= 0:
-        return False
-    power = Decimal(1)
-    while power > value:
-        power /= 2
-    while power < value:
-        power *= 2
-    return power == value
+    return value > 0 and power_of_two_below(value) == value
+
+
+def native_problem(kind: HistogramKind, version: PrometheusVersion) -> str | None:
+    """Why the declared Prometheus cannot take histograms of ``kind``, or None."""
+    if not is_native(kind) or version.at_least(*NATIVE_SINCE):
+        return None
+    since = f"{NATIVE_SINCE[0]}.{NATIVE_SINCE[1]}"
+    return f"{kind} histograms need Prometheus {since} or later (prometheus.version is {version})"
 
 
 def power_of_two_below(value: Decimal) -> Decimal:

@@ -21,7 +21,7 @@ from rulegen.alerts.custom import resolve_groups, resolve_recordings
 from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
 from rulegen.alerts.resolve import recipe_labels, resolve_alerts
 from rulegen.catalog import Catalog
-from rulegen.core.histograms import NATIVE_SINCE, HistogramKind, Histograms, is_native
+from rulegen.core.histograms import HistogramKind, Histograms, native_problem
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.diagnosis.model import ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
@@ -264,9 +264,9 @@ def _histograms(
             continue
         else:
             metrics[key] = kind
-        if is_native(kind) and version is not None and not version.at_least(*NATIVE_SINCE):
-            col.error(path, f"{kind} histograms need Prometheus {NATIVE_SINCE[0]}."
-                      f"{NATIVE_SINCE[1]} or later (prometheus.version is {version})")  # fmt: skip
+        problem = native_problem(kind, version) if version is not None else None
+        if problem is not None:
+            col.error(path, problem)
     return Histograms.of(families, metrics)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rulegen import promql, units
 from rulegen.catalog import Catalog
-from rulegen.core.histograms import ALL_CLASSIC, NATIVE_SINCE, HistogramKind, Histograms, is_native
+from rulegen.core.histograms import ALL_CLASSIC, HistogramKind, Histograms, native_problem
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.slo.model import (
     PAGE,
@@ -265,10 +265,9 @@ def _histogram_kind(
     kind: HistogramKind = spec.histogram or histograms.choice.kind(
         spec.metric, catalog.family_of(spec.metric)
     )
-    version = histograms.version
-    if spec.histogram is not None and is_native(kind) and not version.at_least(*NATIVE_SINCE):
-        col.error((*path, "histogram"), f"{kind} histograms need Prometheus {NATIVE_SINCE[0]}."
-                  f"{NATIVE_SINCE[1]} or later (prometheus.version is {version})")  # fmt: skip
+    problem = native_problem(kind, histograms.version) if spec.histogram is not None else None
+    if problem is not None:
+        col.error((*path, "histogram"), problem)
     if kind == "native" and spec.buckets is not None:
         col.error((*path, "buckets"), "an exponential native histogram has no le bounds: "
                   "buckets: is for classic and nhcb histograms")  # fmt: skip
