@@ -33,6 +33,7 @@ from rulegen.fanout import fan_out, usable_cpus
 from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
 from rulegen.output import FileSet, dump_json, dump_yaml
+from rulegen.pipeline import victoriametrics as vm_target
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.progress import Progress, Silent
 from rulegen.render import TARGETS
@@ -57,7 +58,7 @@ from rulegen.testruns import shared_runs
 from rulegen.validate import promtool, vmalert
 from rulegen.validate.cache import TestCache
 from rulegen.validate.routing import validate_routing
-from rulegen.validate.targets import check_targets
+from rulegen.validate.targets import check_targets, run_vmalert_tests
 
 # promtool evaluates every rule of the file at every step of every test: about a million rule
 # evaluations a minute on one core; this keeps a build well inside promtool's timeout.
@@ -300,7 +301,7 @@ def render_service(
     files = FileSet(written)
     dashboard = dashboard_json(service_dashboard(spec, source))
     files[f"grafana/{spec.service}.json"] = dump_json(dashboard)
-    extra, reports = _target_files(service, spec.targets, source, targets, spec.slos)
+    extra, reports = _target_files(service, spec, source, targets)
     files.update(extra)
     return RenderedService(
         _rules_only(service), files, _test_costs(service), loads, source, spec.targets, reports,
@@ -548,14 +549,11 @@ def _replay_safe(
 
 
 def _target_files(
-    service: ServiceOutput,
-    settings: TargetSettings,
-    source: str,
-    targets: Sequence[str],
-    slos: Sequence[ResolvedSLO] = (),
+    service: ServiceOutput, spec: ResolvedSpec, source: str, targets: Sequence[str]
 ) -> tuple[dict[str, str], list[str]]:
-    """One service's PrometheusRule object, Thanos and vmalert files, as asked; the Thanos
-    warnings."""
+    """One service's PrometheusRule object, Thanos and vmalert files (and vmalert-tool
+    tests), as asked; the Thanos and vmalert warnings."""
+    settings = spec.targets
     files: dict[str, str] = {}
     reports: list[str] = []
     groups = service_groups(service)
@@ -571,9 +569,10 @@ def _target_files(
         vm = settings.victoriametrics
         vm_groups = vmalert_groups(service)
         if vm.replay_safe:
-            vm_groups = _replay_safe(vm_groups, slos)
+            vm_groups = _replay_safe(vm_groups, spec.slos)
         data = vmalert_rule_file(vm_groups, vm.concurrency, vm.labels, vm.max_query_len)
-        files[f"victoriametrics/{service.service}.rules.yml"] = dump_yaml(data, source)
+        files[vm_target.rules_name(service.service)] = dump_yaml(data, source)
+        files.update(vm_target.vmalert_test_files(spec, service, vm_groups, source))
         # left above the limit: the rules too long even with no recording inlined (written
         # fully inlined, so that raising both limits to their size makes them exact)
         reports.extend(
@@ -655,12 +654,16 @@ def validate(
     cache = TestCache(test_cache, identity) if test_cache and identity else None
     steps.step(CHECK_STEP)
     summary = [promtool.version_line(identity), _check_rules(folder, result, rules, cache)]
-    if tests:
-        summary.extend(_validate_tests(folder, result, tests, jobs, cache, steps, junit))
-        if test_cache and not cache:
-            summary.append("warning: promtool prints no version; test results not cached")
-    steps.step(OTHER_STEP)
-    summary.extend(check_targets(result.files))
+    # vmalert-tool's tests run beside promtool's (each is one process on one file)
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        vm_tests = beside.submit(run_vmalert_tests, folder, result.files)
+        if tests:
+            summary.extend(_validate_tests(folder, result, tests, jobs, cache, steps, junit))
+            if test_cache and not cache:
+                summary.append("warning: promtool prints no version; test results not cached")
+        steps.step(OTHER_STEP)
+        summary.extend(check_targets(result.files))
+        summary.extend(vm_tests.result())
     if routing_files.CONFIG in result.files:
         summary.extend(
             validate_routing(folder, result.routing_cases, result.routing_origins, cache)

@@ -91,5 +91,6 @@ def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.M
         "mimir/inference.yaml",
         "thanos/deepseek-v4.rules.yml",
         "victoriametrics/deepseek-v4.rules.yml",
+        "victoriametrics/tests/deepseek-v4.test.yml",
     ]
     assert files == on_disk, "example targets differ; run make update-golden and review"

@@ -10,6 +10,11 @@ rule's own expression, so a wrong expression fails its test.
 Timing model (checked against promtool): counters start at 0 at t=0 and grow at a constant
 slope; ``rate()`` over window w then reads slope * min(t, w) / w ("window" signals), ratios of
 such rates are exact from the second sample ("ratio" signals), gauges from the first.
+
+MetricsQL (``vmalert=``, the tests ``vmalert-tool unittest`` runs): ``rate()`` does not
+extrapolate; with no sample before its window it divides the change from the window's first
+sample by the time between them (VictoriaMetrics' ``rollupDerivFast``), so a counter of
+constant slope reads that slope exactly from the second sample: "window" signals do not ramp.
 """
 
 from __future__ import annotations
@@ -41,6 +46,35 @@ from rulegen.host import host_from_instance
 from rulegen.templating import TemplateFailure, evaluate, render_promql
 
 
+@dataclass(frozen=True)
+class Vmalert:
+    """How vmalert labels an alert where Prometheus does otherwise (``rule/alerting.go``,
+    ``toLabels``), for the tests ``vmalert-tool unittest`` runs.
+
+    ``$labels`` in annotations is the result's labels (``__name__`` too) *plus* the rule's
+    labels, the group labels, ``alertname`` and ``alertgroup`` (the result's win a clash); the
+    alert's labels are the result's with the rule's and group's on top, and a result label
+    they replace with another value is kept as ``exported_<name>``.
+    """
+
+    groups: Mapping[str, str]  # alert name → its rule group's name
+    labels: Mapping[str, str]  # the group labels (targets.victoriametrics.labels)
+
+    def template_labels(
+        self, alert: str, series: Mapping[str, str], own: Mapping[str, str]
+    ) -> dict[str, str]:
+        added = {**own, **self.labels, "alertname": alert, "alertgroup": self.groups[alert]}
+        return {**added, **series}
+
+    def alert_labels(self, series: Mapping[str, str], own: Mapping[str, str]) -> dict[str, str]:
+        out = {k: v for k, v in series.items() if k != "__name__"}
+        for name, value in {**own, **self.labels}.items():
+            if name in out and out[name] != value:
+                out[f"exported_{name}"] = out[name]
+            out[name] = value
+        return out
+
+
 class _Collision(Exception):
     """The chosen test value equals the threshold at an evaluation: try another one."""
 
@@ -55,20 +89,24 @@ class _Scenario:
 
 
 def build_tests(
-    alerts: tuple[ResolvedAlert, ...], evaluation: Decimal, scrape: Decimal, host_label: str | None
+    alerts: tuple[ResolvedAlert, ...],
+    evaluation: Decimal,
+    scrape: Decimal,
+    host_label: str | None,
+    vmalert: Vmalert | None = None,
 ) -> tuple[TestCase, ...]:
-    """One promtool test case per catalog alert of a spec, and one per example of a custom
-    alert; errors name the alert."""
+    """One test case per catalog alert of a spec, and one per example of a custom alert;
+    errors name the alert. With ``vmalert``: MetricsQL's timings and vmalert's labels."""
     cases: list[TestCase] = []
     failures: list[Diagnostic] = []
     for alert in alerts:
         if alert.signal is None:
             cases.extend(
-                example_test(alert, i, e, evaluation) for i, e in enumerate(alert.examples)
+                example_test(alert, i, e, evaluation, vmalert) for i, e in enumerate(alert.examples)
             )
             continue
         try:
-            cases.append(alert_test(alert, evaluation, scrape, host_label))
+            cases.append(alert_test(alert, evaluation, scrape, host_label, vmalert))
         except (SynthError, TemplateFailure) as exc:
             # a recipe can fail only with the spec's own values (a team's signal file)
             origin = alert.origin
@@ -82,7 +120,11 @@ def build_tests(
 
 
 def alert_test(
-    alert: ResolvedAlert, evaluation: Decimal, scrape: Decimal, host_label: str | None = None
+    alert: ResolvedAlert,
+    evaluation: Decimal,
+    scrape: Decimal,
+    host_label: str | None = None,
+    vmalert: Vmalert | None = None,
 ) -> TestCase:
     """The test case proving when ``alert`` fires and when it does not.
 
@@ -90,17 +132,22 @@ def alert_test(
     """
     signal = alert.signal
     assert signal is not None
-    plan, timing = _plan_and_timing(alert, signal, evaluation, scrape)
+    plan, timing = _plan_and_timing(alert, signal, evaluation, scrape, vmalert is not None)
     scenarios = _with_host_label(_scenarios(alert, signal, plan), host_label)
     steps = int((timing.check + 2 * evaluation) / scrape) + 1
     series = tuple(s for sc in scenarios for s in _series(alert, sc, plan, scrape, steps))
     fire = scenarios[0]
     series_labels = _result_labels(alert, signal, fire, host_label)
-    labels = _expected_labels(alert, series_labels)
+    labels = _expected_labels(alert, series_labels, vmalert)
     # ``$labels`` in an annotation is the labels of the expression's series, not the alert's
     # own labels: a spec label the series do not carry expands to nothing in Prometheus.
+    shown = (
+        series_labels
+        if vmalert is None
+        else vmalert.template_labels(alert.name, series_labels, _own_labels(alert, series_labels))
+    )
     annotations = tuple(
-        (k, gotemplate.expand(v, series_labels, float(plan.fire))) for k, v in alert.annotations
+        (k, gotemplate.expand(v, shown, float(plan.fire))) for k, v in alert.annotations
     )
     expected = ExpectedAlert(tuple(sorted(labels.items())), annotations)
     checks, exprs = _checks(alert, timing, evaluation, expected, scenarios)
@@ -129,7 +176,7 @@ QUIET = Decimal("0.9")
 
 
 def _plan_and_timing(
-    alert: ResolvedAlert, signal: SignalDef, evaluation: Decimal, scrape: Decimal
+    alert: ResolvedAlert, signal: SignalDef, evaluation: Decimal, scrape: Decimal, metricsql: bool
 ) -> tuple[Plan, _Timing]:
     """Pick test values whose ramp never lands exactly on the threshold at an evaluation."""
     collided = False
@@ -144,7 +191,7 @@ def _plan_and_timing(
                 )
             continue
         try:
-            return plan, _timing(alert, signal, plan.fire, evaluation, scrape)
+            return plan, _timing(alert, signal, plan.fire, evaluation, scrape, metricsql)
         except _Collision:
             collided = True
     if not collided:
@@ -241,13 +288,15 @@ def _timing(
     fire_value: Decimal,
     evaluation: Decimal,
     scrape: Decimal,
+    metricsql: bool = False,
 ) -> _Timing:
     settle = signal.test.settle
     first = Decimal(0) if settle == "instant" else _grid(scrape, evaluation)
     window = alert.window_seconds
+    ramps = settle == "window" and not metricsql
     t = first
     while True:
-        ramp = min(t, window) / window if settle == "window" else Decimal(1)
+        ramp = min(t, window) / window if ramps else Decimal(1)
         value = fire_value * ramp
         margin = 0 if signal.test.integer else MARGIN * abs(alert.threshold)
         if abs(value - alert.threshold) <= margin:
@@ -259,7 +308,7 @@ def _timing(
             raise SynthError("the synthetic series never cross the threshold")
     steps = (alert.for_seconds / evaluation).to_integral_value(ROUND_CEILING)
     fire = t + steps * evaluation
-    settled = _grid(window, evaluation) if settle == "window" else fire
+    settled = _grid(window, evaluation) if ramps else fire
     return _Timing(t, fire, max(fire, settled))
 
 
@@ -519,12 +568,21 @@ def _result_labels(
     return series_labels
 
 
-def _expected_labels(alert: ResolvedAlert, series_labels: dict[str, str]) -> dict[str, str]:
+def _own_labels(
+    alert: ResolvedAlert, series_labels: Mapping[str, str], value: float = math.nan
+) -> dict[str, str]:
+    """The rule's own labels, expanded (their templates see the series' labels)."""
+    return {name: gotemplate.expand(text, series_labels, value) for name, text in alert.labels}
+
+
+def _expected_labels(
+    alert: ResolvedAlert, series_labels: dict[str, str], vmalert: Vmalert | None = None
+) -> dict[str, str]:
     """The alert's labels: its series' labels, then its own (templates see the series')."""
-    out = dict(series_labels)
-    for name, value in alert.labels:
-        out[name] = gotemplate.expand(value, series_labels, math.nan)
-    return out
+    own = _own_labels(alert, series_labels)
+    if vmalert is not None:
+        return vmalert.alert_labels(series_labels, own)
+    return {**series_labels, **own}
 
 
 def _checks(
@@ -578,7 +636,11 @@ def _checks(
 
 
 def example_test(
-    alert: ResolvedAlert, index: int, example: ResolvedExample, evaluation: Decimal
+    alert: ResolvedAlert,
+    index: int,
+    example: ResolvedExample,
+    evaluation: Decimal,
+    vmalert: Vmalert | None = None,
 ) -> TestCase:
     """A custom alert's example as a promtool test: at each ``fires_at`` exactly one alert of
     its name fires, with the example's result labels and the rule's own, and its annotations
@@ -590,12 +652,13 @@ def example_test(
     """
     series_labels = template_labels(alert.quantity, example.labels)
     value = float(example.value) if example.value is not None else math.nan
-    labels = dict(example.labels)
-    for name, text in alert.labels:
-        labels[name] = gotemplate.expand(text, series_labels, value)
-    annotations = tuple(
-        (k, gotemplate.expand(v, series_labels, value)) for k, v in alert.annotations
-    )
+    own = _own_labels(alert, series_labels, value)
+    if vmalert is None:
+        labels, shown = {**dict(example.labels), **own}, series_labels
+    else:
+        labels = vmalert.alert_labels(dict(example.labels), own)
+        shown = vmalert.template_labels(alert.name, series_labels, own)
+    annotations = tuple((k, gotemplate.expand(v, shown, value)) for k, v in alert.annotations)
     expected = ExpectedAlert(tuple(sorted(labels.items())), annotations)
     at = units.format_duration
     times = sorted([(t, True) for t in example.fires_at] + [(t, False) for t in example.silent_at])

@@ -35,6 +35,7 @@ AMTOOL_CHECK = "amtool/check-config"  # ``amtool check-config`` rejected alertma
 AMTOOL_ROUTES = "amtool/routes"  # a routing test reached other receivers
 CRD_SCHEMA = "crd/schema"  # a PrometheusRule object the CRD schema rejects
 VMALERT_CHECK = "vmalert/dry-run"  # ``vmalert -dryRun`` rejected a victoriametrics/ file
+VMALERT_TEST = "vmalert/unittest"  # ``vmalert-tool unittest`` failed a victoriametrics/tests/ file
 TOOL_MISSING = "tool/missing"  # promtool, amtool (or matplotlib) is not installed
 TOOL_TIMEOUT = "tool/timeout"  # a tool did not finish in time
 TOOL_VERSION = "tool/version"  # a tool evaluates otherwise than the declared Prometheus

@@ -88,6 +88,8 @@ class ResolvedDiagnosis:
     runbook_url: str | None = None
     # Range selectors are left-open (Prometheus 3): what the tests' baseline mean reads
     left_open: bool = False
+    # The tests are for vmalert's MetricsQL (no extrapolation, left-open windows)
+    metricsql: bool = False
     # How the TTFT histogram is stored: classic ``_bucket`` series or NHCB
     ttft_histogram: HistogramKind = CLASSIC
 

@@ -7,13 +7,18 @@ the cause on another host, and the kind's own near misses. When the alert fires,
 which values in its description, comes from an exact model of the series (rates of
 piecewise-linear counters, histogram interpolation, ``avg_over_time`` of a recording, the
 ``for`` state), never from the rules themselves.
+
+With ``metricsql`` (the tests ``vmalert-tool unittest`` runs on the VictoriaMetrics target) the
+model is MetricsQL's: ``rate(x[w])`` at ``t`` is the change from the last sample at or before
+``t - w`` (else the first sample) to the last one, over the time between them, with no
+extrapolation; windows are left-open as on Prometheus 3.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -102,12 +107,18 @@ _HOSTS: dict[str, tuple[_Host, ...]] = {
 
 
 def diagnosis_tests(
-    diagnoses: tuple[ResolvedDiagnosis, ...], evaluation: Decimal, scrape: Decimal
+    diagnoses: tuple[ResolvedDiagnosis, ...],
+    evaluation: Decimal,
+    scrape: Decimal,
+    metricsql: bool = False,
 ) -> tuple[TestCase, ...]:
-    """One promtool test case per diagnosis; errors name the diagnosis."""
+    """One test case per diagnosis (for vmalert's MetricsQL with ``metricsql``); errors name
+    the diagnosis."""
     cases = []
     failures = []
     for diagnosis in diagnoses:
+        if metricsql:
+            diagnosis = replace(diagnosis, metricsql=True)
         try:
             cases.append(diagnosis_test(diagnosis, evaluation, scrape))
         except SynthError as exc:
@@ -230,6 +241,8 @@ class _Model:
         if quantity == "throughput":
             return self._throughput_ratio(host, t)
         level = self.target(item, state)
+        if self.d.metricsql:
+            return level  # a constant slope, read exactly from the second sample
         return level * min(t, self.window) / self.window
 
     def tokens_rate(self, host: _Host, t: Fraction) -> Fraction | None:
@@ -245,6 +258,8 @@ class _Model:
         one scrape apart in ``[t - window, t]`` (2.x) or ``(t - window, t]`` (3.x)."""
         if t < self.scrape:
             return None
+        if self.d.metricsql:
+            return self._metricsql_rate(host, t)
         start = t - self.window
         if self.d.left_open:
             first = (start // self.scrape + 1) * self.scrape
@@ -263,6 +278,16 @@ class _Model:
             to_zero = sampled * self._tokens(host, first) / delta
             to_start = min(to_start, to_zero)
         return delta * (sampled + to_start + to_end) / sampled / self.window
+
+    def _metricsql_rate(self, host: _Host, t: Fraction) -> Fraction | None:
+        """``rate(tokens[window])`` at ``t`` in MetricsQL (``rollupDerivFast``): from the last
+        sample at or before ``t - window`` (none before 0: the first sample) to the last
+        sample, divided by the time between them."""
+        last = t // self.scrape * self.scrape
+        start = max(Fraction(0), (t - self.window) // self.scrape * self.scrape)
+        if last <= start:
+            return None
+        return (self._tokens(host, last) - self._tokens(host, start)) / (last - start)
 
     def _tokens_after(self, host: _Host) -> Fraction:
         item = self.evidence["throughput"]
@@ -284,7 +309,7 @@ class _Model:
         start, end = t - self.window - self.baseline, t - self.window
         if current is None or end < 0:
             return None
-        if self.d.left_open:
+        if self.d.left_open or self.d.metricsql:
             first = max(0, int(start // self.eval) + 1)
         else:
             first = max(0, int(-(-start // self.eval)))
@@ -330,6 +355,7 @@ class _Model:
         return (
             d.kind, evidence, d.window_seconds, d.baseline_seconds, d.for_seconds,
             self.eval, self.scrape, self.factor, d.ttft_buckets, d.quantile, d.left_open,
+            d.metricsql,
         )  # fmt: skip
 
     def test_case(self) -> TestCase:

@@ -90,7 +90,7 @@ def vmalert_rule_file(
         entry["params"] = {k: list(v) for k, v in NOCACHE_PARAMS.items()}
         if labels:
             entry["labels"] = dict(sorted(labels.items()))
-        entry["rules"] = inline_group(group["rules"], max_query_len)
+        entry["rules"] = inline_group(group["rules"], max_query_len, labels or {})
         out.append(entry)
     return {"groups": out}
 
@@ -109,13 +109,19 @@ def long_queries(
 
 
 def inline_group(
-    rules: Sequence[Mapping[str, Any]], max_query_len: int = DEFAULT_MAX_QUERY_LEN
+    rules: Sequence[Mapping[str, Any]],
+    max_query_len: int = DEFAULT_MAX_QUERY_LEN,
+    group_labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The rules of one group, each recording of the group read without an offset replaced
     by its expression (as deep as ``max_query_len`` allows), and a comment on the rules that
-    read raw counters or were left reading stored recordings."""
+    read raw counters or were left reading stored recordings.
+
+    An inlined recording gets the labels its stored series has: its own and the group
+    ``labels`` vmalert adds to every result (they win), so that an inlined read and a stored
+    one of the same recording (``x / avg_over_time(x[1h] offset 5m)``) still match."""
     recordings = [r for r in rules if "record" in r]
-    chooser = _Chooser(_Inliner(recordings), max_query_len)
+    chooser = _Chooser(_Inliner(recordings, group_labels or {}), max_query_len)
     return [dict(rule, expr=chooser.choose(rule).text) for rule in rules]
 
 
@@ -205,7 +211,10 @@ class _Inliner:
     open, a comment in the recording) is left as a read of the stored series.
     """
 
-    def __init__(self, recordings: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(
+        self, recordings: Sequence[Mapping[str, Any]], group_labels: Mapping[str, str]
+    ) -> None:
+        self.group_labels = dict(group_labels)
         self.by_name: dict[str, list[Mapping[str, Any]]] = {}
         for rule in recordings:
             self.by_name.setdefault(str(rule["record"]), []).append(rule)
@@ -261,7 +270,8 @@ class _Inliner:
         if key not in self.done:
             inner = self.expand(str(rule["expr"]), depth, stack)
             body = _one_line(inner.text)
-            labels = sorted((str(k), str(v)) for k, v in (rule.get("labels") or {}).items())
+            own = {str(k): str(v) for k, v in (rule.get("labels") or {}).items()}
+            labels = sorted({**own, **self.group_labels}.items())
             if labels:
                 pairs = ", ".join(f"{quote(k)}, {quote(v)}" for k, v in labels)
                 self.done[key] = _Expansion(f"label_set({body}, {pairs})", inner.cut)

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from rulegen.core import diagnostics as codes
-from rulegen.errors import Diagnostic, FieldPath, ValidationFailed
+from rulegen.errors import Diagnostic, FieldPath, ToolNotFoundError, ValidationFailed
 from rulegen.validate import promtool, vmalert
 from rulegen.validate.crd import validate_prometheus_rule
 
@@ -62,7 +62,7 @@ def check_targets(files: Mapping[str, str]) -> list[str]:
 def _check_victoriametrics(files: Mapping[str, str]) -> list[str]:
     """``vmalert -dryRun`` on the vmalert files (``ToolNotFoundError`` when vmalert is not
     installed: a file nothing checked must not pass for a valid one)."""
-    names = sorted(n for n in files if n.startswith("victoriametrics/"))
+    names = sorted(n for n in files if n.startswith("victoriametrics/") and not _is_vm_test(n))
     if not names:
         return []
     with tempfile.TemporaryDirectory(prefix="rulegen-vmalert-") as tmp:
@@ -77,6 +77,38 @@ def _check_victoriametrics(files: Mapping[str, str]) -> list[str]:
             "vmalert -dryRun failed on a victoriametrics file:",
         )
     return [vmalert.version(), f"vmalert -dryRun: {len(names)} victoriametrics file(s) ok"]
+
+
+VM_TESTS = "victoriametrics/tests/"
+
+
+def _is_vm_test(name: str) -> bool:
+    return name.startswith(VM_TESTS)
+
+
+def run_vmalert_tests(folder: Path, files: Mapping[str, str]) -> list[str]:
+    """``vmalert-tool unittest`` on each generated VictoriaMetrics test file in the written
+    ``folder``; ``ValidationFailed`` naming the file and each failed check. Without
+    vmalert-tool (VictoriaMetrics before 1.95, such as Debian bookworm's 1.79) the files are
+    left unrun with a warning: the rule files were checked by ``vmalert -dryRun``."""
+    names = sorted(n for n in files if _is_vm_test(n))
+    if not names:
+        return []
+    try:
+        vmalert.find_vmalert_tool()
+    except ToolNotFoundError as exc:
+        return [f"warning: {len(names)} victoriametrics test file(s) not run: {exc}"]
+    failed: list[Diagnostic] = []
+    for name in names:
+        result = vmalert.unittest(name, folder)
+        failed.extend(
+            Diagnostic(name, 0, 0, FieldPath(), message, codes.VMALERT_TEST)
+            for message in result.failures or ("failed (vmalert-tool printed no reason)",)
+            if not result.ok
+        )
+    if failed:
+        raise ValidationFailed(failed, "vmalert-tool unittest failed on a victoriametrics test:")
+    return [f"vmalert-tool unittest: {len(names)} victoriametrics test file(s) passed"]
 
 
 def _plain(data: Any) -> Any:

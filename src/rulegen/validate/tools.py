@@ -17,8 +17,9 @@ from rulegen.errors import Diagnostic, FieldPath, ToolNotFoundError, ValidationF
 
 
 def find_tool(name: str, hint: str) -> str:
-    """``$RULEGEN_<NAME>`` if set (it must exist), else ``name`` on PATH."""
-    variable = f"RULEGEN_{name.upper()}"
+    """``$RULEGEN_<NAME>`` if set (it must exist), else ``name`` on PATH (``vmalert-tool``:
+    ``$RULEGEN_VMALERT_TOOL``)."""
+    variable = f"RULEGEN_{name.upper().replace('-', '_')}"
     configured = os.environ.get(variable)
     if configured:
         if not Path(configured).is_file():

@@ -68,3 +68,60 @@ def problems(text: str) -> list[str]:
         if line:
             out.append(line)
     return out
+
+
+# --- vmalert-tool unittest --------------------------------------------------------------
+
+TOOL_HINT = (
+    "vmalert-tool ships with victoria-metrics 1.95 and later (Debian forky); "
+    "put it on PATH or set RULEGEN_VMALERT_TOOL"
+)
+# One failed check of vmalert-tool's report starts on a line of its own with these words.
+_CHECK_START = re.compile(r"^\s*(groupname: |expr: |metricname: |failed to )")
+_TEST_GROUP = re.compile(r"^\s*testGroupName: ")
+
+
+@dataclass(frozen=True)
+class UnitTest:
+    """What ``vmalert-tool unittest`` said of one test file: ok, or each failed check."""
+
+    ok: bool
+    failures: tuple[str, ...]
+    argv: tuple[str, ...]
+
+
+def find_vmalert_tool() -> str:
+    """vmalert-tool: ``$RULEGEN_VMALERT_TOOL`` or the one on PATH."""
+    return find_tool("vmalert-tool", TOOL_HINT)
+
+
+def unittest(test_file: str, cwd: Path, runner: Runner = _default_runner) -> UnitTest:
+    """``vmalert-tool unittest --files FILE``: it starts an in-process VictoriaMetrics on a free
+    127.0.0.1 port, writes the input series, evaluates every group of the rule files and
+    compares the alerts and expressions at each ``eval_time``."""
+    argv = (find_vmalert_tool(), "unittest", f"--files={test_file}", "--loggerLevel=ERROR")
+    result = runner(argv, cwd)
+    output = result.stdout + result.stderr
+    passed = result.returncode == 0 and "FAILED" not in output.split()
+    return UnitTest(passed, () if passed else tuple(failures(output)), argv)
+
+
+def failures(text: str) -> list[str]:
+    """vmalert-tool's failure report as one line per failed check (the test group names,
+    which repeat every case of a run, left out)."""
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = _LOG_END.sub("", raw.strip()).strip()
+        if not line or line in ("FAILED", "SUCCESS", "[") or _TEST_GROUP.match(raw):
+            continue
+        if line.startswith(("Unit Testing:", "failed to run unit test for file")):
+            continue
+        if _CHECK_START.match(raw) or not out:
+            out.append(line)
+        else:
+            out[-1] = f"{out[-1]} {line}"
+    return [re.sub(r"\s+", " ", line) for line in out]
+
+
+# the log line vmalert-tool ends with, glued to the report's closing bracket
+_LOG_END = re.compile(r"\]?\s*\d{4}/\d\d/\d\d \d\d:\d\d:\d\d (Total time: .*|unittest failed)$")
