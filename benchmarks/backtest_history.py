@@ -60,10 +60,11 @@ from pathlib import Path
 from typing import Any, TextIO
 from unittest import mock
 
-from rulegen import cli, promql
+from rulegen import cli
 from rulegen.backtest import command, query
 from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.core import promql
 from rulegen.generated import AlertRule, RuleGroup
 from rulegen.load import discover
 from rulegen.promapi.client import PrometheusAPI

@@ -20,7 +20,7 @@ ROOT = "rulegen"  # the package's own __init__.py: the library API
 # import units of lower layers only; units of one layer may import each other only where the
 # layer is open (the foundation's helpers), and never in a cycle.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("core", "errors", "units", "promql", "gotemplate", "sandbox",
+    ("foundation", ("core", "errors", "units", "gotemplate", "sandbox",
                     "templating", "output", "fanout", "promapi", "progress", "pipeline")),
     ("source: YAML with positions, diagnostics, field checks", ("source",)),
     ("catalog: signal definitions", ("catalog",)),

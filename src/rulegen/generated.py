@@ -18,8 +18,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
+from rulegen.core.promql import Matcher
 from rulegen.core.versions import DEFAULT, PrometheusVersion
-from rulegen.promql import Matcher
 from rulegen.source.loader import Origin
 
 # --- alert conditions ---------------------------------------------------------------------

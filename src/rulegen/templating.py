@@ -19,7 +19,8 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template, TemplateError, Undefined
 
-from rulegen import promql, units
+from rulegen import units
+from rulegen.core import promql
 from rulegen.sandbox import (
     GuardedEnvironment,
     TemplateFailure,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.generated import (
     AlertRule,
     And,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rulegen import promql
 from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.core import promql
 from rulegen.load import discover
 from rulegen.slo.resolve import base_window, format_fraction
 from rulegen.slo.windows import MAX_TERMS, plan_windows

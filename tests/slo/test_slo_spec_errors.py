@@ -1129,6 +1129,43 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "UTF-8 metric and label names under a declared Prometheus 2.x are rejected at the field",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {version: "2.53"}
+            selectors: {vllm: '"k8s.cluster"="prod"'}
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  ratio:
+                    errors: '{"http.requests.total", code=~"5.."}'
+                    total: 'http_requests_total{"k8s.pod"="a"}'
+              - name: ttft
+                objective: 99%
+                sli:
+                  latency:
+                    metric: vllm:time_to_first_token_seconds
+                    threshold: 500ms
+                    matchers: '"model.name"="m"'
+            """,
+        stderr=spec_errors(
+            'specs/web.yaml:4:19: selectors.vllm: the UTF-8 name(s) "k8s.cluster" need '
+            "Prometheus 3.0 or later (prometheus.version is 2.53); rename them or declare a 3.x "
+            "version",
+            "specs/web.yaml:10:17: slos[0].sli.ratio.errors: the UTF-8 name(s) "
+            '"http.requests.total" need Prometheus 3.0 or later (prometheus.version is 2.53); '
+            "rename them or declare a 3.x version",
+            'specs/web.yaml:11:16: slos[0].sli.ratio.total: the UTF-8 name(s) "k8s.pod" need '
+            "Prometheus 3.0 or later (prometheus.version is 2.53); rename them or declare a 3.x "
+            "version",
+            'specs/web.yaml:18:19: slos[1].sli.latency.matchers: the UTF-8 name(s) "model.name" '
+            "need Prometheus 3.0 or later (prometheus.version is 2.53); rename them or declare a "
+            "3.x version",
+        ),
+    ),
+    Case(
         "buckets: on an exponential native histogram is rejected (it has no le bounds)",
         spec="""
             version: 1

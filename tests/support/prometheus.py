@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.validate.tools import find_tool, run_tool
 
 NEEDS_PROMETHEUS = pytest.mark.skipif(

@@ -30,10 +30,10 @@ import pytest
 from conftest import REPO, run_rulegen, write_tree
 from support.prometheus import HOST, expand_values, free_port
 
-from rulegen import promql
 from rulegen.alerts.testgen import build_tests
 from rulegen.build import build, rule_groups
 from rulegen.catalog import load_catalog
+from rulegen.core import promql
 from rulegen.generated import TestCase as Case
 from rulegen.load import discover, load_one
 from rulegen.output import dump_yaml

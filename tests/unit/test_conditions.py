@@ -25,6 +25,7 @@ from rulegen.backtest.query import Client, Progress, Samples
 from rulegen.backtest.targets import Target, targets
 from rulegen.build import build
 from rulegen.catalog import load_catalog
+from rulegen.core.promql import Matcher
 from rulegen.dashboard.build import service_dashboard
 from rulegen.dashboard.model import Panel
 from rulegen.generated import (
@@ -46,7 +47,6 @@ from rulegen.generated import (
 )
 from rulegen.load import discover, load_one
 from rulegen.pipeline.service import ResolvedSpec
-from rulegen.promql import Matcher
 from rulegen.render.grafana import dashboard_json
 from rulegen.render.prometheus import condition_promql, rule_file
 from rulegen.slo.rules import tier_alert_condition, tier_condition

@@ -1,4 +1,4 @@
-"""``rulegen.promql``: quoting, matcher parsing, RE2 checks, regex examples, syntax and types.
+"""``rulegen.core.promql``: quoting, matcher parsing, RE2 checks, regex examples, syntax and types.
 
 Pure functions on text: no promtool. The PromQL they accept or produce is what Prometheus
 accepts (``promql_parser`` is the same grammar); ``tests/alerts/test_hostile_text.py`` proves the
@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from rulegen import promql
-from rulegen.promql import Matcher
+from rulegen.core import promql
+from rulegen.core.promql import Matcher
 
 QUOTES = [
     # (behaviour, text, literal)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from rulegen import gotemplate, promql, units
+from rulegen import gotemplate, units
 from rulegen.alerts.model import ResolvedExample, ResolvedRecording
+from rulegen.core import promql
 from rulegen.source.fields import Collector, duration
 from rulegen.source.loader import PathKey
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from rulegen import promql
 from rulegen.catalog import SignalDef
+from rulegen.core import promql
 from rulegen.core.histograms import CLASSIC, HistogramKind
 from rulegen.generated import Comparison, Verbatim
 from rulegen.host import Host

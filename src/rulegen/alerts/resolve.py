@@ -17,10 +17,11 @@ from typing import Any
 
 import promql_parser
 
-from rulegen import gotemplate, promql, units
+from rulegen import gotemplate, units
 from rulegen.alerts.custom import ExampleContext, examples, group_name, verbatim_annotations
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog import Catalog, SignalDef
+from rulegen.core import promql
 from rulegen.core.histograms import ALL_CLASSIC, CLASSIC, HistogramKind, Histograms, is_native
 from rulegen.generated import Comparison, Expression, Operator, Recorded, Threshold, Verbatim
 from rulegen.source.fields import Collector, duration

@@ -12,8 +12,8 @@ import re
 from dataclasses import replace
 from decimal import Decimal
 
-from rulegen import promql
 from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
+from rulegen.core import promql
 from rulegen.generated import (
     AlertRule,
     Comparison,

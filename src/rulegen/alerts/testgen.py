@@ -25,10 +25,11 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from rulegen import gotemplate, promql, units
+from rulegen import gotemplate, units
 from rulegen.alerts.custom import template_labels
 from rulegen.alerts.model import ResolvedAlert, ResolvedExample
 from rulegen.catalog.definition import HistogramDef, SeriesDef, SignalDef
+from rulegen.core import promql
 from rulegen.core.diagnostics import SPEC_TEST
 from rulegen.core.histograms import is_native
 from rulegen.core.nativeseries import Layout, growing
@@ -528,8 +529,7 @@ def _native_histogram(
 
 
 def _selector(name: str, labels: Mapping[str, str]) -> str:
-    inner = ", ".join(f"{k}={promql.quote(v)}" for k, v in sorted(labels.items()))
-    return f"{name}{{{inner}}}"
+    return promql.series_text(name, labels)
 
 
 # --- expectations --------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from rulegen.backtest.syntax import (
     selector_text,
     to_text,
 )
-from rulegen.promql import full_match, quote
+from rulegen.core.promql import full_match, quote
 
 EMPTY = "absent(vector(1))"
 """An instant vector that is always empty: a recording no rule of the build produces."""

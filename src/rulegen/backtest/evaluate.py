@@ -30,7 +30,7 @@ import promql_parser
 
 from rulegen.backtest.replay import Labels
 from rulegen.backtest.syntax import Node, Unsupported, duration_ms, is_scalar
-from rulegen.promql import python_regex
+from rulegen.core.promql import python_regex
 
 Vector = dict[Labels, dict[int, float]]
 """Series over the evaluation times: label set (``__name__`` included) → time (ms) → value."""

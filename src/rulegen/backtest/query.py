@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from decimal import Decimal
 
-from rulegen import promql
 from rulegen.backtest import PARALLEL, TIMEOUT
 from rulegen.backtest.replay import Labels
+from rulegen.core import promql
 from rulegen.promapi.client import PrometheusAPI, Series
 
 MAX_POINTS = 11_000  # the query API's limit of points per series

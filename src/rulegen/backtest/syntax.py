@@ -14,7 +14,7 @@ from typing import Any
 
 import promql_parser
 
-from rulegen.promql import quote
+from rulegen.core.promql import quote
 
 Node = Any
 """A ``promql_parser`` node (the bindings have no type stubs)."""

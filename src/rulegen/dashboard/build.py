@@ -12,11 +12,12 @@ import re
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.alerts.resolve import render_quantity
 from rulegen.alerts.rules import record_names
 from rulegen.catalog import SignalDef
+from rulegen.core import promql
 from rulegen.dashboard.model import FILTERS, Dashboard, Panel, Query, Row
 from rulegen.diagnosis.model import Evidence, ResolvedDiagnosis
 from rulegen.diagnosis.rules import record_names as diagnosis_records

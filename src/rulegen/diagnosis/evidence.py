@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from rulegen import promql, units
+from rulegen import units
+from rulegen.core import promql
 from rulegen.core.histograms import is_native
 from rulegen.diagnosis.model import Evidence, Quantity, Recording
 from rulegen.diagnosis.params import TTFT_METRIC, Context, Params

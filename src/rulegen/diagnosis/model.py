@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.core.histograms import CLASSIC, HistogramKind
 from rulegen.host import Host
 from rulegen.source.loader import Origin

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.catalog import Catalog
+from rulegen.core import promql
 from rulegen.core.histograms import CLASSIC, HistogramKind
 from rulegen.host import Host
 from rulegen.source.fields import Collector, duration

@@ -12,8 +12,9 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.catalog import Catalog
+from rulegen.core import promql
 from rulegen.core.histograms import ALL_CLASSIC, Histograms
 from rulegen.diagnosis.evidence import EvidenceBuilder
 from rulegen.diagnosis.model import (

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from rulegen import gotemplate, promql, units
+from rulegen import gotemplate, units
+from rulegen.core import promql
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
 from rulegen.generated import (
     AlertRule,

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
-from rulegen import gotemplate, promql, units
+from rulegen import gotemplate, units
+from rulegen.core import promql
 from rulegen.core.diagnostics import SPEC_TEST
 from rulegen.core.nativeseries import Layout, growing
 from rulegen.core.synthetic import SynthError, histogram_plan
@@ -608,5 +609,4 @@ def _t(seconds: Fraction) -> str:
 
 
 def _selector(name: str, labels: Mapping[str, str]) -> str:
-    inner = ", ".join(f"{k}={promql.quote(v)}" for k, v in sorted(labels.items()))
-    return f"{name}{{{inner}}}"
+    return promql.series_text(name, labels)

@@ -22,8 +22,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.alerts.model import ResolvedAlert
+from rulegen.core import promql
 from rulegen.dashboard.build import service_dashboard
 from rulegen.dashboard.model import Dashboard, Panel
 from rulegen.diagnosis.model import ResolvedDiagnosis

@@ -22,7 +22,8 @@ from typing import Any
 
 import promql_parser
 
-from rulegen import promql, units
+from rulegen import units
+from rulegen.core import promql
 from rulegen.core.diagnostics import FieldPath as Shown
 from rulegen.errors import SpecError
 from rulegen.importer.model import (

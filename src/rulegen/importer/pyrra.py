@@ -20,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.importer import slo_common as common
 from rulegen.importer.model import FieldPath, ImportOptions, ImportResult
 from rulegen.importer.slo_common import Burn, Services, Source

@@ -17,8 +17,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.core import diagnostics as codes
+from rulegen.core import promql
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.errors import FieldPath as TypedPath
 from rulegen.importer.model import FieldPath, ImportedService, ImportOptions, ImportResult, Note

@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from rulegen import promql
 from rulegen.alerts.custom import resolve_groups, resolve_recordings
 from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
 from rulegen.alerts.resolve import recipe_labels, resolve_alerts
 from rulegen.catalog import Catalog
+from rulegen.core import promql
 from rulegen.core.histograms import HistogramKind, Histograms, native_problem
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.diagnosis.model import ResolvedDiagnosis
@@ -75,7 +75,8 @@ def resolve_spec(
         col, ("scrape_interval",), spec.scrape_interval, positive=True, most=MAX_INTERVAL
     )
     version = prometheus_version(col, spec.prometheus.version)
-    selectors = _selectors(col, spec.selectors, catalog)
+    selectors = _selectors(col, spec.selectors, catalog, version or DEFAULT)
+    _refuse_utf8_matchers(col, spec, version or DEFAULT)
     histograms = _histograms(col, spec.histograms, catalog, version)
     spec_labels = label_set(col, ("labels",), spec.labels)
     retention = None
@@ -224,8 +225,10 @@ def _host_label(col: Collector, spec: Any, catalog: Catalog) -> bool:
 
 
 def _selectors(
-    col: Collector, selectors: Mapping[str, str], catalog: Catalog
+    col: Collector, selectors: Mapping[str, str], catalog: Catalog, version: PrometheusVersion
 ) -> dict[str, tuple[promql.Matcher, ...]]:
+    """``selectors:``, family by family; a UTF-8 label name (``"k8s.cluster"="prod"``) is
+    quoted wherever the matchers are written, and needs a 3.x declaration."""
     out: dict[str, tuple[promql.Matcher, ...]] = {}
     for family, text in selectors.items():
         if family not in catalog.families:
@@ -234,10 +237,37 @@ def _selectors(
             )
             continue
         try:
-            out[family] = promql.parse_matchers(text)
+            matchers = promql.parse_matchers(text)
         except ValueError as exc:
             col.error(("selectors", family), str(exc))
+            continue
+        utf8 = promql.utf8_names("", matchers)
+        if utf8 and not version.at_least(3, 0):
+            col.error(("selectors", family), promql.utf8_refusal(utf8, str(version)))
+            continue
+        out[family] = matchers
     return out
+
+
+def _refuse_utf8_matchers(col: Collector, spec: Any, version: PrometheusVersion) -> None:
+    """An alert's or latency SLI's ``matchers`` with a UTF-8 label name under a 2.x
+    declaration (a matcher that does not parse is reported where it is resolved)."""
+    if version.at_least(3, 0):
+        return
+    fields: list[tuple[PathKey, str | None]] = [
+        (("alerts", i, "matchers"), a.matchers) for i, a in enumerate(spec.alerts or ())
+    ]
+    for i, slo in enumerate(spec.slos or ()):
+        latency = slo.sli.latency if slo.sli is not None else None
+        if latency is not None:
+            fields.append((("slos", i, "sli", "latency", "matchers"), latency.matchers))
+    for path, text in fields:
+        try:
+            utf8 = promql.utf8_names("", promql.parse_matchers(text or ""))
+        except ValueError:
+            continue
+        if utf8:
+            col.error(path, promql.utf8_refusal(utf8, str(version)))
 
 
 def _histograms(

@@ -17,7 +17,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as models
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.dashboard.model import Dashboard, Panel
 from rulegen.render.prometheus import condition_promql
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import promql_parser
 
+from rulegen.core.promql import LABEL_NAME
 from rulegen.generated import RuleGroup
-from rulegen.promql import LABEL_NAME
 from rulegen.render.prometheus import rule_file
 
 DEFAULT_GROUPING_LABEL = "cluster"

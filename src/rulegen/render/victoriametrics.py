@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rulegen.core.promql import parse_matchers, quote
 from rulegen.generated import RuleGroup, ServiceOutput
-from rulegen.promql import parse_matchers, quote
 from rulegen.render.prometheus import rule_file
 
 NOCACHE_PARAMS = {"nocache": ["1"]}

@@ -15,8 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from rulegen import units
+from rulegen.core.promql import parse_matchers, quote
 from rulegen.generated import AlertCheck, ExprCheck, TestCase
-from rulegen.promql import parse_matchers, quote
 
 ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
 GROUP_LABEL = "alertgroup"

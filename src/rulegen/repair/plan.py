@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.backtest.report import rfc3339
+from rulegen.core import promql
 from rulegen.errors import UsageError
 from rulegen.generated import RecordingRule, SLOOutput
 from rulegen.promapi.client import PrometheusAPI

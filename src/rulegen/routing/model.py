@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.source.loader import Origin
 
 

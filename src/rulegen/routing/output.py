@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.generated import AlertRule, ServiceOutput
 from rulegen.routing.config import alertmanager_config, routing_tests
 from rulegen.routing.model import Inhibit, ResolvedRouting, Route

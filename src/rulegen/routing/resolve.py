@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rulegen import promql, units
+from rulegen import units
+from rulegen.core import promql
 from rulegen.routing.model import Inhibit, Receiver, ResolvedRouting, Route, RoutingTest
 from rulegen.routing.secrets import file_option
 from rulegen.source.fields import Collector, duration

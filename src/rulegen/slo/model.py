@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.core.histograms import CLASSIC, HistogramKind, is_native
 from rulegen.source.loader import Origin
 
@@ -25,9 +25,9 @@ class Selector:
     matchers: tuple[promql.Matcher, ...]
 
     def render(self) -> str:
-        """``name{a="b"}``, or the bare name without matchers."""
-        inner = ", ".join(m.render() for m in self.matchers)
-        return f"{self.metric}{{{inner}}}" if inner else self.metric
+        """``name{a="b"}``, or the bare name without matchers; a UTF-8 name quoted inside
+        the braces (``{"http.requests", a="b"}``, Prometheus 3)."""
+        return promql.selector_text(self.metric, self.matchers)
 
 
 @dataclass(frozen=True)

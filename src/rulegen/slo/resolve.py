@@ -13,8 +13,9 @@ from fractions import Fraction
 from math import gcd
 from typing import Any
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.catalog import Catalog
+from rulegen.core import promql
 from rulegen.core.histograms import ALL_CLASSIC, HistogramKind, Histograms, native_problem
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.slo.model import (
@@ -168,8 +169,9 @@ def _sli(
         col.error(path, f"needs exactly one SLI kind, ratio or latency (got {found})")
         return None
     if sli.ratio is not None:
-        errors = _selector(col, (*path, "ratio", "errors"), sli.ratio.errors)
-        total = _selector(col, (*path, "ratio", "total"), sli.ratio.total)
+        version = histograms.version
+        errors = _selector(col, (*path, "ratio", "errors"), sli.ratio.errors, version)
+        total = _selector(col, (*path, "ratio", "total"), sli.ratio.total, version)
         if errors is None or total is None:
             return None
         problem = _subset_problem(errors, total)
@@ -207,11 +209,17 @@ def scoped(
     return replace(sli, matchers=more(sli.metric, sli.matchers))
 
 
-def _selector(col: Collector, path: PathKey, text: str) -> Selector | None:
+def _selector(
+    col: Collector, path: PathKey, text: str, version: PrometheusVersion
+) -> Selector | None:
     try:
         metric, matchers = promql.parse_selector(text)
     except ValueError as exc:
         col.error(path, str(exc))
+        return None
+    utf8 = promql.utf8_names(metric, matchers)
+    if utf8 and not version.at_least(3, 0):
+        col.error(path, promql.utf8_refusal(utf8, str(version)))
         return None
     return Selector(metric, matchers)
 

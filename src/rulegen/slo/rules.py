@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
-from rulegen import promql, units
+from rulegen import units
+from rulegen.core import promql
 from rulegen.generated import (
     AlertRule,
     And,

@@ -11,7 +11,7 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.core.histograms import power_of_two_above, power_of_two_below
 from rulegen.core.nativeseries import Layout, exponential_index
 from rulegen.core.nativeseries import expanding as native_expanding
@@ -167,8 +167,7 @@ def _good_labels(sli: RatioSLI, bad: dict[str, str]) -> dict[str, str]:
 
 
 def _selector(name: str, labels: Mapping[str, str]) -> str:
-    inner = ", ".join(f"{k}={promql.quote(v)}" for k, v in sorted(labels.items()))
-    return f"{name}{{{inner}}}"
+    return promql.series_text(name, labels)
 
 
 def _input(metric: str, labels: Mapping[str, str], values: tuple[int, ...]) -> InputSeries:

@@ -13,7 +13,8 @@ from decimal import ROUND_FLOOR, Decimal
 from fractions import Fraction
 from math import ceil, floor
 
-from rulegen import promql, units
+from rulegen import units
+from rulegen.core import promql
 from rulegen.generated import ExprCheck, TestCase
 from rulegen.slo.coverage import term_counts
 from rulegen.slo.isolation import alone, isolate

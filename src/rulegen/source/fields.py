@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from rulegen import promql, units
+from rulegen import units
 from rulegen.core import diagnostics as codes
+from rulegen.core import promql
 from rulegen.errors import Diagnostic, FieldPath, Severity
 from rulegen.source.loader import Origin, PathKey, Positions, Where
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rulegen.core import versions
-from rulegen.promql import quote
+from rulegen.core.promql import quote
 from rulegen.validate.tools import find_tool, run_tool
 
 INSTALL_HINT = (

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rulegen.promql import LABEL_NAME, METRIC_NAME, check_syntax
+from rulegen.core.promql import LABEL_NAME, METRIC_NAME, check_syntax
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.errors import FieldPath
 from rulegen.lint.check import Check, Scope
 from rulegen.pipeline.service import ResolvedSpec

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rulegen import promql
+from rulegen.core import promql
 from rulegen.lint.check import Check, Scope
 
 

@@ -30,8 +30,49 @@ class Matcher:
     value: str
 
     def render(self) -> str:
-        """``name op "value"`` with the value quoted as a PromQL string."""
-        return f"{self.name}{self.op}{quote(self.value)}"
+        """``name op "value"`` with the value quoted as a PromQL string (and the name too
+        when it is a UTF-8 name, Prometheus 3: ``"k8s.pod"="x"``)."""
+        return f"{label_name(self.name)}{self.op}{quote(self.value)}"
+
+
+def label_name(name: str) -> str:
+    """A label name as PromQL writes it: bare, or quoted when only Prometheus 3's UTF-8
+    names allow it (``"k8s.pod"``)."""
+    return name if LABEL_NAME.match(name) else quote(name)
+
+
+def selector_text(metric: str, matchers: tuple[Matcher, ...] | list[Matcher] = ()) -> str:
+    """``metric{a="b"}`` (the bare name without matchers), or, for a UTF-8 metric name
+    (Prometheus 3), the name quoted inside the braces: ``{"http.requests", a="b"}``."""
+    inner = [m.render() for m in matchers]
+    if METRIC_NAME.match(metric):
+        return f"{metric}{{{', '.join(inner)}}}" if inner else metric
+    return "{" + ", ".join([quote(metric), *inner]) + "}"
+
+
+def series_text(metric: str, labels: dict[str, str] | Any) -> str:
+    """A series (promtool's ``input_series``): ``metric{a="b"}`` with sorted labels, UTF-8
+    names quoted (``selector_text``)."""
+    matchers = [Matcher(k, "=", v) for k, v in sorted(labels.items())]
+    inner = ", ".join(m.render() for m in matchers)
+    if not metric or METRIC_NAME.match(metric):  # "": a sample's labels only
+        return f"{metric}{{{inner}}}"
+    return selector_text(metric, matchers)
+
+
+def utf8_names(metric: str, matchers: tuple[Matcher, ...] = ()) -> list[str]:
+    """The metric and label names that only Prometheus 3's UTF-8 names allow."""
+    names = [metric] if metric and not METRIC_NAME.match(metric) else []
+    return names + [m.name for m in matchers if not LABEL_NAME.match(m.name)]
+
+
+def utf8_refusal(names: list[str], declared: str) -> str:
+    """The spec error for UTF-8 ``names`` under a declared Prometheus 2.x."""
+    shown = ", ".join(quote(n) for n in names)
+    return (
+        f"the UTF-8 name(s) {shown} need Prometheus 3.0 or later (prometheus.version is "
+        f"{declared}); rename them or declare a 3.x version"
+    )
 
 
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f]')
@@ -240,6 +281,10 @@ def _type_of(node: Any) -> str:
 
 
 _SELECTOR = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
+# ``{"name", matchers}``: the metric name quoted first inside the braces (Prometheus 3)
+_QUOTED_SELECTOR = re.compile(
+    r'^\s*\{\s*("(?:[^"\\]|\\.)*")\s*(?:,\s*(.*?))?\s*\}\s*$', re.DOTALL
+)
 
 
 def selectors(expr: str) -> list[tuple[str, str]]:
@@ -325,12 +370,17 @@ def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
     function, a range or an offset in them is a mistake worth naming.
     """
     match = _SELECTOR.match(text)
-    if match is None:
-        raise ValueError(
-            f'must be a counter selector like name{{label="value"}} (got {text.strip()!r}); '
-            "no rate(), [range] or offset: rulegen adds increase() itself"
-        )
-    return match.group(1), parse_matchers(match.group(2) or "")
+    if match is not None:
+        return match.group(1), parse_matchers(match.group(2) or "")
+    quoted = _QUOTED_SELECTOR.match(text)
+    if quoted is not None:  # {"http.requests.total", code="500"}: a UTF-8 name (Prometheus 3)
+        parsed = promql_parser.parse("{" + quoted.group(1) + "}")
+        if isinstance(parsed, promql_parser.VectorSelector) and parsed.name is None:
+            return str(parsed.matchers.matchers[0].value), parse_matchers(quoted.group(2) or "")
+    raise ValueError(
+        f'must be a counter selector like name{{label="value"}} (got {text.strip()!r}); '
+        "no rate(), [range] or offset: rulegen adds increase() itself"
+    )
 
 
 def go_float(value: float) -> str:
