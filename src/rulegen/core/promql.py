@@ -282,9 +282,7 @@ def _type_of(node: Any) -> str:
 
 _SELECTOR = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
 # ``{"name", matchers}``: the metric name quoted first inside the braces (Prometheus 3)
-_QUOTED_SELECTOR = re.compile(
-    r'^\s*\{\s*("(?:[^"\\]|\\.)*")\s*(?:,\s*(.*?))?\s*\}\s*$', re.DOTALL
-)
+_QUOTED_SELECTOR = re.compile(r'^\s*\{\s*("(?:[^"\\]|\\.)*")\s*(?:,\s*(.*?))?\s*\}\s*$', re.DOTALL)
 
 
 def selectors(expr: str) -> list[tuple[str, str]]:
