@@ -381,9 +381,11 @@ def _service_output(spec: ResolvedSpec, catalog: Catalog) -> ServiceOutput:
     """Rule groups and tests of one spec; SpecError when a test cannot be built or is too slow."""
     groups, slo_groups = rule_groups(spec, catalog)
     _refuse_group_clashes(spec, (*groups, *slo_groups))
+    group_labels = {g.name: g.labels for g in spec.groups}
     tests = build_tests(
-        spec.alerts, spec.evaluation_interval, spec.scrape_interval, spec.host_label
-    )
+        spec.alerts, spec.evaluation_interval, spec.scrape_interval, spec.host_label,
+        group_labels=group_labels,
+    )  # fmt: skip
     if spec.diagnoses:
         tests += diagnosis_tests(spec.diagnoses, spec.evaluation_interval, spec.scrape_interval)
     tests = shared_runs(tests, groups)

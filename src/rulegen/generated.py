@@ -198,6 +198,10 @@ class RuleGroup:
     name: str
     interval_seconds: Decimal
     rules: tuple[RecordingRule | AlertRule, ...]
+    # a named group's ``query_offset`` (Prometheus 2.53+; 0: none) and group ``labels``
+    # (Prometheus 3.0+: added to every rule, whose own labels win)
+    query_offset_seconds: Decimal = Decimal(0)
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 # --- promtool tests -----------------------------------------------------------------------

@@ -141,6 +141,36 @@ CASES = [
         ),
     ),
     Case(
+        "groups: query_offset and labels under a version that lacks them, bad labels",
+        """
+        version: 1
+        service: web
+        prometheus: {version: "2.42"}
+        groups:
+          late: {query_offset: 1m, labels: {tier: gold}}
+          tagged: {query_offset: -1m, labels: {service: x, "a.b": c}}
+        alerts:
+          - {signal: custom, name: Down, group: late, expr: up == 0, severity: warning}
+          - {signal: custom, name: Gone, group: tagged, expr: absent(up), severity: warning}
+        """,
+        spec_errors(
+            "specs/web.yaml:5:24: groups.late.query_offset: needs Prometheus 2.53 or later "
+            "(prometheus.version is 2.42)",
+            "specs/web.yaml:5:36: groups.late.labels: needs Prometheus 3.0 or later "
+            "(prometheus.version is 2.42)",
+            "specs/web.yaml:6:26: groups.tagged.query_offset: needs Prometheus 2.53 or later "
+            "(prometheus.version is 2.42)",
+            "specs/web.yaml:6:26: groups.tagged.query_offset: invalid duration '-1m' (expected "
+            "Prometheus syntax like 30s, 5m, 1h)",
+            "specs/web.yaml:6:39: groups.tagged.labels: needs Prometheus 3.0 or later "
+            "(prometheus.version is 2.42)",
+            "specs/web.yaml:6:49: groups.tagged.labels.service: label 'service' is set by "
+            "rulegen and cannot be overridden",
+            'specs/web.yaml:6:59: groups.tagged.labels["a.b"]: invalid label name (expected '
+            "[a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)",
+        ),
+    ),
+    Case(
         "a group named like a group rulegen generates is rejected at its group key",
         """
         version: 1

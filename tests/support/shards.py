@@ -72,6 +72,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/targets/test_victoriametrics_replay_safe.py": (0, 46),
     "tests/targets/test_vmalert_tests.py": (0.6, 1.5),
     "tests/slo/test_utf8_names.py": (0, 40),
+    "tests/alerts/test_named_group_fields.py": (0, 4),
     "tests/targets/test_vmalert_tool_catches_mutations.py": (0, 60),
     "tests/test_architecture.py": (1.6, 0),
     "tests/test_docs.py": (2.6, 0),

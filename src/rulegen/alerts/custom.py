@@ -17,8 +17,9 @@ from decimal import Decimal
 from typing import Any
 
 from rulegen import gotemplate, units
-from rulegen.alerts.model import ResolvedExample, ResolvedRecording
+from rulegen.alerts.model import NamedGroup, ResolvedExample, ResolvedRecording
 from rulegen.core import promql
+from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.source.fields import Collector, duration
 from rulegen.source.loader import PathKey
 
@@ -313,12 +314,18 @@ def _recording_labels(col: Collector, path: PathKey, given: Mapping[str, str]) -
             col.error((*path, key), _EMPTY_VALUE)
 
 
+# What a named group's fields need of the declared Prometheus (``query_offset`` 2.53,
+# group ``labels`` 3.0); older versions refuse the file.
+GROUP_FIELDS_SINCE = {"query_offset": (2, 53), "labels": (3, 0)}
+
+
 def resolve_groups(
-    col: Collector, spec: Any, evaluation: Decimal
-) -> tuple[tuple[str, Decimal], ...]:
-    """The spec's ``groups:``, each with its interval (default ``evaluation_interval``); a
-    group that no custom alert or recording names is an error (a typo would leave its rules
-    in another group)."""
+    col: Collector, spec: Any, evaluation: Decimal, version: PrometheusVersion = DEFAULT
+) -> tuple[NamedGroup, ...]:
+    """The spec's ``groups:``, each with its interval (default ``evaluation_interval``),
+    ``query_offset`` and ``labels``; a group that no custom alert or recording names is an
+    error (a typo would leave its rules in another group), and so is a field the declared
+    Prometheus version does not know."""
     used = {a.group for a in spec.alerts or () if a.signal == "custom" and a.group is not None}
     used |= {r.group for r in spec.recordings or () if r.group is not None}
     out = []
@@ -335,5 +342,18 @@ def resolve_groups(
                 col, (*path, "interval"), group.interval, positive=True, most=MAX_INTERVAL
             )
             interval = found if found is not None else interval
-        out.append((name, interval))
+        for field, since in GROUP_FIELDS_SINCE.items():
+            if getattr(group, field) and not version.at_least(*since):
+                col.error(
+                    (*path, field),
+                    f"needs Prometheus {since[0]}.{since[1]} or later (prometheus.version is "
+                    f"{version})",
+                )
+        offset = Decimal(0)
+        if group.query_offset is not None:
+            found = duration(col, (*path, "query_offset"), group.query_offset, most=MAX_INTERVAL)
+            offset = found if found is not None else offset
+        _recording_labels(col, (*path, "labels"), group.labels)
+        labels = tuple(sorted(group.labels.items()))
+        out.append(NamedGroup(name, interval, offset, labels))
     return tuple(out)

@@ -82,6 +82,16 @@ class ResolvedExample:
 
 
 @dataclass(frozen=True)
+class NamedGroup:
+    """A rule group of ``groups:``: its interval, ``query_offset`` (0: none) and labels."""
+
+    name: str
+    interval: Decimal
+    query_offset: Decimal = Decimal(0)
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class ResolvedRecording:
     """A user's own recording rule: the expression as written, its labels with ``service``,
     and the rule group it asks for (``None``: the service's ``<service>-custom`` group)."""

@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from decimal import Decimal
 
-from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
+from rulegen.alerts.model import NamedGroup, ResolvedAlert, ResolvedRecording
 from rulegen.core import promql
 from rulegen.generated import (
     AlertRule,
@@ -35,12 +35,13 @@ def build_groups(
     family_order: tuple[str, ...],
     max_group_rules: int | None = None,
     recordings: tuple[ResolvedRecording, ...] = (),
-    intervals: tuple[tuple[str, Decimal], ...] = (),
+    settings: tuple[NamedGroup, ...] = (),
 ) -> tuple[RuleGroup, ...]:
     """Group a service's alert rules by signal family: recordings first, then the alerts that
     read them; a family past ``max_group_rules`` rules is split. The user's own recordings
     join the custom alerts' group; rules that name a ``group`` go to that group (after the
-    families), whose interval is in ``intervals`` (else ``evaluation``)."""
+    families), with the interval, ``query_offset`` and labels of ``settings`` (the spec's
+    ``groups:``; else ``evaluation`` and none)."""
     named = [a for a in alerts if a.group is not None]
     alerts = tuple(a for a in alerts if a.group is None)
     by_family: dict[str, list[ResolvedAlert]] = {}
@@ -64,7 +65,7 @@ def build_groups(
             recordings_ = [r for unit in chunk for r in unit[0]]
             rules = [a for unit in chunk for a in unit[1]]
             groups.append(RuleGroup(name + suffix, evaluation, (*recordings_, *rules)))
-    return (*groups, *_named_groups(service, named, recordings, intervals, evaluation))
+    return (*groups, *_named_groups(service, named, recordings, settings, evaluation))
 
 
 def _recording(recording: ResolvedRecording) -> RecordingRule:
@@ -88,16 +89,16 @@ def _named_groups(
     service: str,
     alerts: list[ResolvedAlert],
     recordings: tuple[ResolvedRecording, ...],
-    intervals: tuple[tuple[str, Decimal], ...],
+    settings: tuple[NamedGroup, ...],
     evaluation: Decimal,
 ) -> list[RuleGroup]:
     """The groups named by ``group:``: in the order of the spec's ``groups:``, then of first
     mention (recordings, then alerts); in each, its recordings, then its alerts, as written."""
-    interval = dict(intervals)
+    given = {g.name: g for g in settings}
     names = list(
         dict.fromkeys(
             [
-                *interval,
+                *given,
                 *(r.group for r in recordings if r.group is not None),
                 *(a.group for a in alerts if a.group is not None),
             ]
@@ -107,7 +108,9 @@ def _named_groups(
     for name in names:
         own = [_recording(r) for r in recordings if r.group == name]
         rules = [_rules_of(service, a, {})[2] for a in alerts if a.group == name]
-        out.append(RuleGroup(name, interval.get(name, evaluation), (*own, *rules)))
+        group = given.get(name, NamedGroup(name, evaluation))
+        members: tuple[RecordingRule | AlertRule, ...] = (*own, *rules)
+        out.append(RuleGroup(name, group.interval, members, group.query_offset, group.labels))
     return out
 
 

@@ -95,15 +95,19 @@ def build_tests(
     scrape: Decimal,
     host_label: str | None,
     vmalert: Vmalert | None = None,
+    group_labels: Mapping[str, tuple[tuple[str, str], ...]] | None = None,
 ) -> tuple[TestCase, ...]:
     """One test case per catalog alert of a spec, and one per example of a custom alert;
-    errors name the alert. With ``vmalert``: MetricsQL's timings and vmalert's labels."""
+    errors name the alert. With ``vmalert``: MetricsQL's timings and vmalert's labels.
+    ``group_labels``: the labels of the named groups (``groups:``), by group name."""
+    groups = group_labels or {}
     cases: list[TestCase] = []
     failures: list[Diagnostic] = []
     for alert in alerts:
         if alert.signal is None:
             cases.extend(
-                example_test(alert, i, e, evaluation, vmalert) for i, e in enumerate(alert.examples)
+                example_test(alert, i, e, evaluation, vmalert, groups.get(alert.group or "", ()))
+                for i, e in enumerate(alert.examples)
             )
             continue
         try:
@@ -641,18 +645,20 @@ def example_test(
     example: ResolvedExample,
     evaluation: Decimal,
     vmalert: Vmalert | None = None,
+    group_labels: tuple[tuple[str, str], ...] = (),
 ) -> TestCase:
     """A custom alert's example as a promtool test: at each ``fires_at`` exactly one alert of
-    its name fires, with the example's result labels and the rule's own, and its annotations
-    as Prometheus expands them (``$labels`` are the result's, ``__name__`` included when the
-    expression keeps it); at each ``silent_at`` none fires.
+    its name fires, with the example's result labels and the rule's own (over its group's
+    ``labels``: Prometheus 3 adds them to every rule of the group, the rule's win), and its
+    annotations as Prometheus expands them (``$labels`` are the result's, ``__name__``
+    included when the expression keeps it); at each ``silent_at`` none fires.
 
     Why the rule's text is never read here beyond its name: the example is the user's word
     on what the expression does, so a wrong expression fails the test.
     """
     series_labels = template_labels(alert.quantity, example.labels)
     value = float(example.value) if example.value is not None else math.nan
-    own = _own_labels(alert, series_labels, value)
+    own = {**dict(group_labels), **_own_labels(alert, series_labels, value)}
     if vmalert is None:
         labels, shown = {**dict(example.labels), **own}, series_labels
     else:

@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from rulegen.alerts.custom import resolve_groups, resolve_recordings
-from rulegen.alerts.model import ResolvedAlert, ResolvedRecording
+from rulegen.alerts.model import NamedGroup, ResolvedAlert, ResolvedRecording
 from rulegen.alerts.resolve import recipe_labels, resolve_alerts
 from rulegen.catalog import Catalog
 from rulegen.core import promql
@@ -56,7 +56,7 @@ class ResolvedSpec:
     targets: TargetSettings = TargetSettings()
     # the user's own recording rules, and the interval of each rule group named by ``group:``
     recordings: tuple[ResolvedRecording, ...] = ()
-    groups: tuple[tuple[str, Decimal], ...] = ()
+    groups: tuple[NamedGroup, ...] = ()
     # the Prometheus the rules are written for (``prometheus: {version: …}``)
     prometheus: PrometheusVersion = DEFAULT
     # where it is declared (the spec's top when it is not): what a version mismatch names
@@ -95,7 +95,7 @@ def resolve_spec(
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
     alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog, histograms)
     recordings = resolve_recordings(col, spec)
-    groups = resolve_groups(col, spec, intervals[0])
+    groups = resolve_groups(col, spec, intervals[0], version or DEFAULT)
     slos = resolve_slos(
         col, spec, spec_labels, intervals[0], intervals[1], catalog, version or DEFAULT,
         histograms,
@@ -255,7 +255,8 @@ def _refuse_utf8_matchers(col: Collector, spec: Any, version: PrometheusVersion)
     if version.at_least(3, 0):
         return
     fields: list[tuple[PathKey, str | None]] = [
-        (("alerts", i, "matchers"), a.matchers) for i, a in enumerate(spec.alerts or ())
+        (("alerts", i, "matchers"), getattr(a, "matchers", None))
+        for i, a in enumerate(spec.alerts or ())
     ]
     for i, slo in enumerate(spec.slos or ()):
         latency = slo.sli.latency if slo.sli is not None else None

@@ -38,9 +38,16 @@ def tests_name(service: str) -> str:
 def vmalert_test_files(
     spec: ResolvedSpec, service: ServiceOutput, groups: Sequence[RuleGroup], source: str
 ) -> dict[str, str]:
-    """The service's vmalert-tool test file (none without alerts or diagnoses); ``groups``
-    are the rule groups of its vmalert file."""
-    if not spec.alerts and not spec.diagnoses:
+    """The service's vmalert-tool test file (none without alerts or diagnoses to test);
+    ``groups`` are the rule groups of its vmalert file.
+
+    vmalert-tool evaluates without a group's ``eval_delay`` (what a ``query_offset`` becomes),
+    so the examples of alerts in a group with a ``query_offset``, whose times the user gave
+    for the offset, are not run there (promtool runs them).
+    """
+    delayed = {g.name for g in spec.groups if g.query_offset}
+    alerts = tuple(a for a in spec.alerts if a.group not in delayed)
+    if not alerts and not spec.diagnoses:
         return {}
     evaluation, scrape = spec.evaluation_interval, spec.scrape_interval
     labels = spec.targets.victoriametrics.labels
@@ -50,8 +57,9 @@ def vmalert_test_files(
         for rule in group.rules
         if isinstance(rule, AlertRule)
     }
+    group_labels = {g.name: g.labels for g in spec.groups}
     vmalert = Vmalert(group_of, labels)
-    cases = build_tests(spec.alerts, evaluation, scrape, spec.host_label, vmalert)
+    cases = build_tests(alerts, evaluation, scrape, spec.host_label, vmalert, group_labels)
     if spec.diagnoses:
         cases += diagnosis_tests(spec.diagnoses, evaluation, scrape, metricsql=True)
     cases = shared_runs(cases, service.groups)

@@ -53,11 +53,16 @@ def _group(group: RuleGroup) -> dict[str, Any]:
             if rule.labels:
                 data["labels"] = dict(rule.labels)
         rules.append(data)
-    return {
+    out: dict[str, Any] = {
         "name": group.name,
         "interval": units.format_duration(group.interval_seconds),
-        "rules": rules,
     }
+    if group.query_offset_seconds:
+        out["query_offset"] = units.format_duration(group.query_offset_seconds)
+    if group.labels:
+        out["labels"] = dict(group.labels)
+    out["rules"] = rules
+    return out
 
 
 def rule_expr(rule: RecordingRule | AlertRule) -> str:

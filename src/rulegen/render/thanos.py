@@ -59,10 +59,27 @@ def thanos_rule_file(
     strategies = _strategies(groups, partial_response_strategy)
     data = rule_file(tuple(groups))
     data["groups"] = [
-        with_strategy([group], strategies.get(group["name"]))[0] for group in data["groups"]
+        with_strategy([_for_thanos(group)], strategies.get(group["name"]))[0]
+        for group in data["groups"]
     ]
     warn = {name for name, strategy in strategies.items() if strategy == "warn"}
-    return data, partial_response_flags(groups, warn, store_labels)
+    offsets = [
+        Flag(g.name, "query_offset", NO_QUERY_OFFSET) for g in groups if g.query_offset_seconds
+    ]
+    return data, [*offsets, *partial_response_flags(groups, warn, store_labels)]
+
+
+NO_QUERY_OFFSET = "Thanos Ruler has no query_offset: the group is written without it"
+
+
+def _for_thanos(group: dict[str, Any]) -> dict[str, Any]:
+    """A group as Thanos Ruler evaluates it: no ``query_offset`` (it has none), and the
+    group ``labels`` (which it ignores) written into each rule, the rule's own winning."""
+    out = {k: v for k, v in group.items() if k not in ("query_offset", "labels")}
+    labels = group.get("labels") or {}
+    if labels:
+        out["rules"] = [dict(r, labels={**labels, **(r.get("labels") or {})}) for r in out["rules"]]
+    return out
 
 
 def _strategies(

@@ -85,14 +85,27 @@ def vmalert_rule_file(
     out = []
     for group in data["groups"]:
         entry: dict[str, Any] = {"name": group["name"], "interval": group["interval"]}
+        if "query_offset" in group:  # vmalert's name for Prometheus' query_offset
+            entry["eval_delay"] = group["query_offset"]
         if concurrency is not None:
             entry["concurrency"] = concurrency
         entry["params"] = {k: list(v) for k, v in NOCACHE_PARAMS.items()}
         if labels:
             entry["labels"] = dict(sorted(labels.items()))
-        entry["rules"] = inline_group(group["rules"], max_query_len, labels or {})
+        rules = _with_group_labels(group["rules"], group.get("labels") or {})
+        entry["rules"] = inline_group(rules, max_query_len, labels or {})
         out.append(entry)
     return {"groups": out}
+
+
+def _with_group_labels(
+    rules: Sequence[Mapping[str, Any]], group_labels: Mapping[str, str]
+) -> list[Mapping[str, Any]]:
+    """A named group's Prometheus 3 ``labels`` written into each rule (the rule's own win, as
+    in Prometheus): vmalert's group ``labels`` would overwrite the rules' own instead."""
+    if not group_labels:
+        return list(rules)
+    return [dict(rule, labels={**group_labels, **(rule.get("labels") or {})}) for rule in rules]
 
 
 def long_queries(

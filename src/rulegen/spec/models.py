@@ -91,6 +91,8 @@ class GroupSpec(SpecBase):
     """A rule group named by ``group:`` on custom alerts and recordings."""
 
     interval: Duration = None
+    query_offset: Duration = None
+    labels: dict[str, str] = {}
 
 
 class RatioSLI(SpecBase):
