@@ -9,17 +9,16 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import ON_PROMETHEUS_2, REPO, example_spec
+from support.alert_mutants import NAMES, longer_for, moved_threshold
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
 from rulegen.load import SpecInputs
-from rulegen.units import format_duration, literal, parse_duration
 
 EXAMPLE = example_spec()  # with the keys it inherits from specs/defaults.yaml
 
@@ -55,14 +54,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-NAMES = [
-    "CpuIowaitHigh", "CpuSoftirqHigh", "DiskAwaitHigh", "DiskQueueDepthHigh",
-    "DiskUtilizationHigh", "FrontendNicSaturated", "GpuUnderutilized", "GrpcErrorRatioHigh",
-    "KVCacheUsageHigh", "ModelWeightLoadingBusy", "ModelWeightLoadingSlow",
-    "NetworkInterfaceSaturated", "NetworkReceiveDrops", "NvlinkUtilizationHigh", "NvmeWearHigh",
-    "PrefixCacheHitRateLow", "RequestLatencyHigh", "RequestQueueBacklog", "TTFTLatencyHigh",
-    "TcpRetransmitsHigh",
-]  # fmt: skip
 # The histogram alerts' native twins (Prometheus 3): the same alert on the vllm family stored
 # as NHCB and as exponential native histograms; the same mutations must fail their tests.
 HISTOGRAM_ALERTS = ("RequestLatencyHigh", "TTFTLatencyHigh")
@@ -89,18 +80,6 @@ def _failing_alerts(folder: Path, rules_text: str, tmp_path: Path) -> set[str]:
     return {a or b for a, b in found} | ({"<failed>"} if proc.returncode else set())
 
 
-def _alert_of(text: str) -> tuple[str, str]:
-    data = yaml.safe_load(text)
-    rule = [r for g in data["groups"] for r in g["rules"] if "alert" in r][0]
-    return rule["expr"], rule.get("for", "0s")
-
-
-def _threshold(expr: str) -> tuple[str, Decimal]:
-    match = re.search(r" ([<>]) ([0-9.e-]+)$", expr)
-    assert match, expr
-    return match.group(1), Decimal(match.group(2))
-
-
 def test_every_catalog_alert_of_the_example_is_covered(built: dict[str, Path]) -> None:
     assert sorted(built) == sorted(NAMES + TWINS)
 
@@ -123,14 +102,7 @@ def test_moving_the_threshold_fails_the_test(
     alert: str, direction: str, built: dict[str, Path], tmp_path: Path
 ) -> None:
     text = _rules(built[alert])
-    expr, _ = _alert_of(text)
-    op, value = _threshold(expr)
-    grow = (direction == "away") == (op == ">")
-    moved = value * 2 if grow else value * Decimal("0.8")
-    if value == 0:
-        moved = Decimal(1) if grow else Decimal(-1)
-    mutated = text.replace(f"{op} {literal(value)}\n", f"{op} {literal(moved)}\n", 1)
-    assert mutated != text
+    mutated = moved_threshold(text, direction)
     assert _failing_alerts(built[alert], text, tmp_path / "ok") == set()
     name = alert.split("/")[0]
     assert _failing_alerts(built[alert], mutated, tmp_path / "bad") == {name, "<failed>"}
@@ -139,15 +111,7 @@ def test_moving_the_threshold_fails_the_test(
 @pytest.mark.parametrize("alert", NAMES + TWINS)
 @pytest.mark.slow
 def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_path: Path) -> None:
-    text = _rules(built[alert])
-    _, current = _alert_of(text)
-    longer = format_duration(parse_duration(current) + 30)
-    if current == "0s":
-        head, alert_block = text.split("  - alert: ", 1)
-        alert_block = alert_block.replace("    labels:\n", f"    for: {longer}\n    labels:\n", 1)
-        mutated = f"{head}  - alert: {alert_block}"
-    else:
-        mutated = text.replace(f"    for: {current}\n", f"    for: {longer}\n", 1)
+    mutated = longer_for(_rules(built[alert]))
     assert _failing_alerts(built[alert], mutated, tmp_path) == {alert.split("/")[0], "<failed>"}
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO, example_spec
+from support.alert_mutants import DIRECTIONS, NAMES, longer_for, moved_threshold
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -39,15 +40,6 @@ pytestmark = [
 EXAMPLE = example_spec()
 RULES = "victoriametrics/deepseek-v4.rules.yml"
 TESTS = "victoriametrics/tests/deepseek-v4.test.yml"
-# The same alerts as the promtool suite (tests/alerts/test_generated_tests_catch_mutations.py)
-NAMES = [
-    "CpuIowaitHigh", "CpuSoftirqHigh", "DiskAwaitHigh", "DiskQueueDepthHigh",
-    "DiskUtilizationHigh", "FrontendNicSaturated", "GpuUnderutilized", "GrpcErrorRatioHigh",
-    "KVCacheUsageHigh", "ModelWeightLoadingBusy", "ModelWeightLoadingSlow",
-    "NetworkInterfaceSaturated", "NetworkReceiveDrops", "NvlinkUtilizationHigh", "NvmeWearHigh",
-    "PrefixCacheHitRateLow", "RequestLatencyHigh", "RequestQueueBacklog", "TTFTLatencyHigh",
-    "TcpRetransmitsHigh",
-]  # fmt: skip
 
 
 def _write(folder: Path, spec: dict[str, object]) -> None:
@@ -94,18 +86,6 @@ def _failing(folder: Path, rules_text: str, tmp_path: Path) -> set[str]:
     return {a or b for a, b in found} | ({"<failed>"} if failed else set())
 
 
-def _alert_expr(text: str) -> tuple[str, str]:
-    data = yaml.safe_load(text)
-    rule = [r for g in data["groups"] for r in g["rules"] if "alert" in r][0]
-    return str(rule["expr"]), str(rule.get("for", "0s"))
-
-
-def _threshold(expr: str) -> tuple[str, Decimal]:
-    match = re.search(r" ([<>]) ([0-9.e-]+)$", expr)
-    assert match, expr
-    return match.group(1), Decimal(match.group(2))
-
-
 def test_every_catalog_alert_of_the_example_is_covered(built: dict[str, Path]) -> None:
     assert sorted(built) == sorted(NAMES)
 
@@ -116,33 +96,16 @@ def test_the_test_passes_and_a_moved_threshold_fails_it(
 ) -> None:
     folder = built[alert]
     text = (folder / RULES).read_text()
-    expr, _ = _alert_expr(text)
-    op, value = _threshold(expr)
     assert _failing(folder, text, tmp_path / "ok") == set()
-    for direction in ("away", "toward"):
-        grow = (direction == "away") == (op == ">")
-        moved = value * 2 if grow else value * Decimal("0.8")
-        if value == 0:
-            moved = Decimal(1) if grow else Decimal(-1)
-        mutated = text.replace(f"{op} {literal(value)}\n", f"{op} {literal(moved)}\n", 1)
-        assert mutated != text
-        failing = _failing(folder, mutated, tmp_path / direction)
+    for direction in DIRECTIONS:
+        failing = _failing(folder, moved_threshold(text, direction), tmp_path / direction)
         assert failing == {alert, "<failed>"}, direction
 
 
 @pytest.mark.parametrize("alert", NAMES)
 def test_a_longer_for_fails_the_test(alert: str, built: dict[str, Path], tmp_path: Path) -> None:
     folder = built[alert]
-    text = (folder / RULES).read_text()
-    _, current = _alert_expr(text)
-    longer = format_duration(parse_duration(current) + 30)
-    if current == "0s":
-        head, block = text.split("  - alert: ", 1)
-        block = block.replace("    labels:\n", f"    for: {longer}\n    labels:\n", 1)
-        mutated = f"{head}  - alert: {block}"
-    else:
-        mutated = text.replace(f"    for: {current}\n", f"    for: {longer}\n", 1)
-    assert mutated != text
+    mutated = longer_for((folder / RULES).read_text())
     assert _failing(folder, mutated, tmp_path) == {alert, "<failed>"}
 
 
