@@ -16,8 +16,11 @@ from typing import Any
 
 import promql_parser
 
+from rulegen.core.versions import PrometheusVersion
+
 METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+UTF8_SINCE = (3, 0)  # quoted UTF-8 metric and label names
 _OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
 
 
@@ -66,8 +69,14 @@ def utf8_names(metric: str, matchers: tuple[Matcher, ...] = ()) -> list[str]:
     return names + [m.name for m in matchers if not LABEL_NAME.match(m.name)]
 
 
-def utf8_refusal(names: list[str], declared: str) -> str:
-    """The spec error for UTF-8 ``names`` under a declared Prometheus 2.x."""
+def utf8_refusal(
+    metric: str, matchers: tuple[Matcher, ...], declared: PrometheusVersion
+) -> str | None:
+    """The spec error for the UTF-8 names of a selector (``metric`` may be ``""``) under a
+    declared Prometheus 2.x, or ``None``."""
+    names = utf8_names(metric, matchers)
+    if not names or declared.at_least(*UTF8_SINCE):
+        return None
     shown = ", ".join(quote(n) for n in names)
     return (
         f"the UTF-8 name(s) {shown} need Prometheus 3.0 or later (prometheus.version is "

@@ -241,9 +241,9 @@ def _selectors(
         except ValueError as exc:
             col.error(("selectors", family), str(exc))
             continue
-        utf8 = promql.utf8_names("", matchers)
-        if utf8 and not version.at_least(3, 0):
-            col.error(("selectors", family), promql.utf8_refusal(utf8, str(version)))
+        refused = promql.utf8_refusal("", matchers, version)
+        if refused:
+            col.error(("selectors", family), refused)
             continue
         out[family] = matchers
     return out
@@ -252,7 +252,7 @@ def _selectors(
 def _refuse_utf8_matchers(col: Collector, spec: Any, version: PrometheusVersion) -> None:
     """An alert's or latency SLI's ``matchers`` with a UTF-8 label name under a 2.x
     declaration (a matcher that does not parse is reported where it is resolved)."""
-    if version.at_least(3, 0):
+    if version.at_least(*promql.UTF8_SINCE):
         return
     fields: list[tuple[PathKey, str | None]] = [
         (("alerts", i, "matchers"), getattr(a, "matchers", None))
@@ -264,11 +264,11 @@ def _refuse_utf8_matchers(col: Collector, spec: Any, version: PrometheusVersion)
             fields.append((("slos", i, "sli", "latency", "matchers"), latency.matchers))
     for path, text in fields:
         try:
-            utf8 = promql.utf8_names("", promql.parse_matchers(text or ""))
+            refused = promql.utf8_refusal("", promql.parse_matchers(text or ""), version)
         except ValueError:
             continue
-        if utf8:
-            col.error(path, promql.utf8_refusal(utf8, str(version)))
+        if refused:
+            col.error(path, refused)
 
 
 def _histograms(

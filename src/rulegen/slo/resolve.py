@@ -217,9 +217,9 @@ def _selector(
     except ValueError as exc:
         col.error(path, str(exc))
         return None
-    utf8 = promql.utf8_names(metric, matchers)
-    if utf8 and not version.at_least(3, 0):
-        col.error(path, promql.utf8_refusal(utf8, str(version)))
+    refused = promql.utf8_refusal(metric, matchers, version)
+    if refused:
+        col.error(path, refused)
         return None
     return Selector(metric, matchers)
 

@@ -19,6 +19,9 @@ from typing import Any
 import promql_parser
 
 from rulegen.core.diagnostics import FieldPath
+from rulegen.core.promql import LABEL_NAME as _LABEL
+from rulegen.core.promql import METRIC_NAME as _METRIC
+from rulegen.core.promql import UTF8_SINCE
 from rulegen.core.versions import PrometheusVersion
 from rulegen.lint.check import Check, Scope
 from rulegen.pipeline.service import ResolvedSpec
@@ -62,11 +65,6 @@ def calls(expr: str) -> list[str]:
     so a label value that spells one is not a call), in order, each once."""
     bare = _STRING.sub('""', expr)
     return list(dict.fromkeys(m.group(1).lower() for m in _CALL.finditer(bare)))
-
-
-_METRIC = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-UTF8_SINCE = (3, 0)
 
 
 def utf8_names(expr: str) -> list[str]:
