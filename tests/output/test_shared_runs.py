@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO, example_spec
+from support.alert_mutants import NAMES
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -113,14 +114,6 @@ def test_a_case_joins_the_first_run_it_fits() -> None:
 
 # --- the example's merged file under promtool -------------------------------------------------
 
-NAMES = [
-    "CpuIowaitHigh", "CpuSoftirqHigh", "DiskAwaitHigh", "DiskQueueDepthHigh",
-    "DiskUtilizationHigh", "FrontendNicSaturated", "GpuUnderutilized", "GrpcErrorRatioHigh",
-    "KVCacheUsageHigh", "ModelWeightLoadingBusy", "ModelWeightLoadingSlow",
-    "NetworkInterfaceSaturated", "NetworkReceiveDrops", "NvlinkUtilizationHigh", "NvmeWearHigh",
-    "PrefixCacheHitRateLow", "RequestLatencyHigh", "RequestQueueBacklog", "TTFTLatencyHigh",
-    "TcpRetransmitsHigh",
-]  # fmt: skip
 # the threshold of a catalog alert: at the end, or before label_replace's arguments
 THRESHOLD = re.compile(r" ([<>]) (-?[0-9][0-9.e+-]*)(?=, \"host\"|$)")
 
