@@ -392,6 +392,8 @@ NOT_URLS = [
     ("a port that is not a number, its password hidden", "http://admin:hunter2@127.0.0.1:90x",
      "http://127.0.0.1:90x"),
     ("a control character", "http://127.0.0.1:9090/\x1b[2J", "http://127.0.0.1:9090/\\x1b[2J"),
+    ("a token in the query string, hidden", "http://127.0.0.1:1/?token=s3cr3t",
+     "http://127.0.0.1:1/?token=REDACTED"),
 ]  # fmt: skip
 
 
@@ -640,6 +642,15 @@ REDACTED = [
     ("an @ in the path is not userinfo", "http://prom:9090/a@b", "http://prom:9090/a@b"),
     ("no scheme", "admin:hunter2@prom:9090", "prom:9090"),
     ("control characters escaped", "http://prom\n:9090", "http://prom\\n:9090"),
+    ("a token in the query", "http://prom:9090/?token=abc123", "http://prom:9090/?token=REDACTED"),
+    ("every secret parameter, others kept", "http://p/x?a=1&access_token=t&api_key=k&b=2",
+     "http://p/x?a=1&access_token=REDACTED&api_key=REDACTED&b=2"),
+    ("a name that says secret, any case", "http://p?Client_Secret=s&X-Auth=a&passwd=p",
+     "http://p?Client_Secret=REDACTED&X-Auth=REDACTED&passwd=REDACTED"),
+    ("a percent-encoded name", "http://p?%74oken=t", "http://p?%74oken=REDACTED"),
+    ("a query without a path", "http://u:pw@p:9090?password=pw", "http://p:9090?password=REDACTED"),
+    ("a token in the fragment", "http://p/#access_token=t&x=1", "http://p/#access_token=REDACTED&x=1"),
+    ("a parameter without a value is kept", "http://p?token", "http://p?token"),
 ]  # fmt: skip
 
 

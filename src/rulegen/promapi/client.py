@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TypeVar
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import quote, unquote, unquote_plus, urlencode, urlsplit
 
 from rulegen import units
 from rulegen.errors import UsageError
@@ -95,8 +95,18 @@ def shown(text: str, limit: int = SHOWN_CHARS) -> str:
     return out + "…" if len(text) > limit else out
 
 
+SECRET_PARAMETERS = ("token", "access_token", "api_key", "apikey", "password", "passwd", "pwd")
+"""Query parameters whose value is redacted wherever a URL is shown; so is any parameter
+whose name says it holds a secret (``SECRET_WORDS``)."""
+SECRET_WORDS = ("secret", "token", "key", "pass", "auth", "credential", "signature")
+REDACTED = "REDACTED"
+
+
 def redact(url: str) -> str:
-    """``url`` without its ``user:password@`` (whatever else it holds), escaped."""
+    """``url`` without its ``user:password@`` and with the value of every query parameter
+    that may hold a secret (``?token=…``, ``&api_key=…``, ``client_secret=…``) replaced by
+    ``REDACTED``, whatever else it holds, escaped. Why the query too: a token in the query
+    string is as much a credential as a password, and it ends up in CI logs."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
@@ -104,7 +114,31 @@ def redact(url: str) -> str:
     at = rest.rfind("@", 0, end)
     if at >= 0:
         rest = rest[at + 1 :]
-    return shown(scheme + sep + rest, 500)
+    return shown(scheme + sep + _redact_query(rest), 500)
+
+
+def _redact_query(rest: str) -> str:
+    """``host/path?query#fragment`` with the secret parameters' values of the query and of
+    the fragment (``#access_token=…``, as OAuth implicit flows write it) redacted."""
+    head, mark, query = rest.partition("?")
+    query, hash_mark, fragment = query.partition("#")
+    if not mark:
+        head, hash_mark, fragment = rest.partition("#")
+    return head + mark + _redact_pairs(query) + hash_mark + _redact_pairs(fragment)
+
+
+def _redact_pairs(text: str) -> str:
+    pairs = []
+    for pair in text.split("&"):
+        name, equals, _ = pair.partition("=")
+        pairs.append(f"{name}={REDACTED}" if equals and _secret_name(name) else pair)
+    return "&".join(pairs)
+
+
+def _secret_name(name: str) -> bool:
+    """Whether a query parameter's name (percent-decoded, any case) says it holds a secret."""
+    plain = unquote_plus(name).lower()
+    return plain in SECRET_PARAMETERS or any(word in plain for word in SECRET_WORDS)
 
 
 def _size(count: int) -> str:
