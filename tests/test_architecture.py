@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("render: output formats", ("render",)),
     ("target outputs made of rendered parts", ("pipeline.victoriametrics",)),
     ("validate: external tools", ("validate",)),
-    ("load", ("load", "rendercache")),
+    ("load", ("load", "pipeline.rendercache")),
     ("build", ("build",)),
     ("outdir", ("outdir",)),
     ("commands", ("lint", "backtest", "explain", "starter")),

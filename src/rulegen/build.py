@@ -12,7 +12,7 @@ import os
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -34,6 +34,7 @@ from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, 
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
 from rulegen.output import FileSet, dump_json, dump_yaml
 from rulegen.pipeline import victoriametrics as vm_target
+from rulegen.pipeline.rendercache import CachedRender, RenderCache
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.progress import Progress, Silent
 from rulegen.render import TARGETS
@@ -44,7 +45,6 @@ from rulegen.render.prometheus import rule_file
 from rulegen.render.promtool_tests import tests_file
 from rulegen.render.thanos import thanos_rule_file
 from rulegen.render.victoriametrics import long_queries, vmalert_groups, vmalert_rule_file
-from rulegen.rendercache import CachedRender, RenderCache
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
@@ -52,7 +52,7 @@ from rulegen.slo.model import LatencySLI, ResolvedSLO
 from rulegen.slo.rules import replay_safe_group, slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
-from rulegen.source.loader import Origin, read_capped
+from rulegen.source.loader import Origin
 from rulegen.spec.models import TargetSettings
 from rulegen.testruns import shared_runs
 from rulegen.validate import promtool, vmalert
@@ -96,6 +96,8 @@ class BuildResult:
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     inputs: tuple[str, ...] = ()
     root: Path | None = None
+    # one line per render cache entry that was there but refused (for the CLI to warn)
+    cache_warnings: list[str] = field(default_factory=list)
 
     def test_cost(self, name: str) -> int:
         """Rule evaluations promtool will do for a test file (0 for a user's own tests)."""
@@ -148,6 +150,7 @@ def build(
         for i in combined.accepted
     }
     result = BuildResult([], targets=chosen, root=root)
+    result.cache_warnings = [line for built in found for line in built.warnings]
     result.inputs = tuple(
         dict.fromkeys(
             [
@@ -223,6 +226,8 @@ class RenderedService:
 class _Built:
     loaded: LoadedFile
     rendered: RenderedService | list[Diagnostic] | None = None
+    # the render cache entries refused on the way, one line each
+    warnings: list[str] = field(default_factory=list)
 
 
 def _load_and_render(
@@ -231,41 +236,39 @@ def _load_and_render(
     catalog, root, targets, cache = context
     loaded = load_one(catalog, path)
     spec, loaded.resolved = loaded.resolved, None
+    read, loaded.read = loaded.read, ()  # the bytes stay in this process
     if spec is None:
         return _Built(loaded)
     if cache is None:
         return _Built(loaded, render_service(spec, catalog, root, targets))
-    key = _cache_key(cache, path, loaded.extends, spec, root, targets)
-    entry = cache.load(key) if key is not None else None
+    key = _cache_key(cache, read, loaded.extends, spec, root, targets)
+    built = _Built(loaded)
+    entry = cache.load(key, built.warnings.append)
     if entry is not None:
-        return _Built(loaded, _cached_service(spec, catalog, root, entry))
-    rendered = render_service(spec, catalog, root, targets)
-    # stored only when no input changed while it rendered (the files are those of the key)
-    unchanged = key is not None and key == _cache_key(
-        cache, path, loaded.extends, spec, root, targets
-    )
-    if isinstance(rendered, RenderedService) and key is not None and unchanged:
+        built.rendered = _cached_service(spec, catalog, root, entry)
+        return built
+    built.rendered = rendered = render_service(spec, catalog, root, targets)
+    if isinstance(rendered, RenderedService):
         files = dict(rendered.files)
         cache.store(key, CachedRender(files, rendered.costs, rendered.loads, rendered.reports))
-    return _Built(loaded, rendered)
+    return built
 
 
 def _cache_key(
     cache: RenderCache,
-    path: Path,
+    read: Sequence[bytes],
     extends: Sequence[Path],
     spec: ResolvedSpec,
     root: Path | None,
     targets: Sequence[str],
-) -> str | None:
-    """The render cache's key of one spec, or ``None`` when an input cannot be read."""
-    try:  # read as the loader reads them: capped, so a FIFO named as a spec never hangs here
-        own = read_capped(path)
-        others = [(_source_name(p, root), read_capped(p)) for p in extends]
-    except OSError:
-        return None
+) -> str:
+    """The render cache's key of one spec, from the bytes the loader parsed (``read``: the
+    spec's, then each defaults file's). Why not read them again: a file replaced in between
+    would put the files of one version under the key of another."""
+    own, *others = read
+    named = [(_source_name(p, root), data) for p, data in zip(extends, others, strict=True)]
     source = f"{spec.source}\0{_header_source(spec.source, root)}"
-    return cache.key(own, others, source, targets)
+    return cache.key(own, named, source, targets)
 
 
 def _cached_service(
@@ -639,10 +642,15 @@ def validate(
     test_cache: Path | None = None,
     progress: Progress | None = None,
     junit: Path | None = None,
+    *,
+    read_only: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> list[str]:
     """Run promtool on a written output folder (up to ``jobs`` test files at once, default
     every usable CPU); returns a summary, raises on any failure. With ``test_cache``, a test
-    file whose bytes, rule files and promtool release passed before is not run again. Each
+    file whose bytes, rule files and promtool release passed before is not run again
+    (``read_only``: and no pass is recorded); a pass marker that is there but refused is
+    named on ``warn``, one line each (default: a ``warning:`` line of the summary). Each
     step, and each test file with its time, is reported on ``progress``."""
     steps = progress or Silent()
     rules = sorted(name for name in result.files if name.startswith("prometheus/"))
@@ -653,7 +661,11 @@ def validate(
     refuse_other_semantics(result.services, "promtool", identity)
     if junit is not None:
         refuse_junit_without_support(identity)
-    cache = TestCache(test_cache, identity) if test_cache and identity else None
+    cache = (
+        TestCache(test_cache, identity, read_only=read_only, warn=warn)
+        if test_cache and identity
+        else None
+    )
     steps.step(CHECK_STEP)
     summary = [promtool.version_line(identity), _check_rules(folder, result, rules, cache)]
     # vmalert-tool's tests run beside promtool's (each is one process on one file)
@@ -671,6 +683,7 @@ def validate(
             validate_routing(folder, result.routing_cases, result.routing_origins, cache)
         )
     summary.extend(f"warning: {report}" for report in result.reports)
+    summary.extend(f"warning: {line}" for line in (cache.warnings if cache else ()))
     return summary
 
 
@@ -769,7 +782,7 @@ def _check_rules(
             _map_rule_errors(checked.messages, result), "promtool check rules failed:"
         )
     if cache is not None:
-        cache.remember(key, "check rules")
+        cache.remember(key)
     return f"promtool check rules: {len(rules)} file(s) ok"
 
 
@@ -796,7 +809,7 @@ def _validate_tests(
     unrecorded = [
         problem
         for name, run in zip(due, runs, strict=True)
-        if cache and run.ok and (problem := cache.remember(keys[name], name))
+        if cache and run.ok and (problem := cache.remember(keys[name]))
     ]
     if any(not run.ok for run in runs):
         failures = [f for run in runs if not run.ok for f in run.failures]

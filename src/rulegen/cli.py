@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from rulegen.build import BuildResult
     from rulegen.catalog import Catalog
     from rulegen.load import SpecInputs
-    from rulegen.rendercache import RenderCache
+    from rulegen.pipeline.rendercache import RenderCache
 
 EPILOG = """exit codes:
   0  success
@@ -105,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                    "test, rule files and promtool release are unchanged; keep each service's "
                    "rendered files there too (DIR/render) and reuse them while its inputs "
                    "and rulegen are unchanged")  # fmt: skip
+    b.add_argument("--read-only", action="store_true",
+                   help="use the --test-cache entries but write nothing into DIR "
+                   "(a pull request's CI job)")  # fmt: skip
     b.add_argument("--junit", type=Path, default=None, metavar="FILE",
                    help="write promtool's JUnit XML report of every test file to FILE, "
                    "also when a test fails (promtool 2.55 or later)")  # fmt: skip
@@ -256,13 +259,17 @@ def _build(args: argparse.Namespace, out: _Output) -> int:
             raise UsageError(f"--out {shown}: exists and is not a directory")
         if args.junit is not None and args.no_validate:
             raise UsageError("--junit reports the tests that --no-validate skips: drop one")
+        if args.read_only and args.test_cache is None:
+            raise UsageError("--read-only is about the --test-cache DIR: give one, or drop it")
         _refuse_out_among_inputs(target, shown, [*paths, *(args.signals or [])], inputs)
         for warning in inputs.warnings:
             out.warn(warning)
         root = Path(os.path.realpath(target)).parent
-        cache = _render_cache(args.test_cache, catalog)
+        cache = _render_cache(args.test_cache, catalog, read_only=args.read_only)
         result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs,
                        progress=steps, render_cache=cache)  # fmt: skip
+        for warning in result.cache_warnings:
+            out.warn(warning)
         summary = (_check if args.check else _write)(args, out, target, shown, result)
     for line in summary:
         out.line(line)
@@ -272,14 +279,28 @@ def _build(args: argparse.Namespace, out: _Output) -> int:
     return 0
 
 
-def _render_cache(folder: Path | None, catalog: Catalog) -> RenderCache | None:
+def _render_cache(folder: Path | None, catalog: Catalog, *, read_only: bool) -> RenderCache | None:
     """The render cache beside the test cache's markers (``DIR/render``), keyed with
-    rulegen's own code and the catalog; none without ``--test-cache``."""
-    from rulegen.rendercache import RenderCache, code_fingerprint
+    rulegen's own code and the catalog, its entries signed with ``RULEGEN_CACHE_SECRET``
+    when set; none without ``--test-cache``."""
+    from rulegen.core.integrity import cache_secret
+    from rulegen.pipeline.rendercache import RenderCache, code_fingerprint
 
     if folder is None or not catalog.fingerprint:
         return None
-    return RenderCache(folder / "render", f"{code_fingerprint()}-{catalog.fingerprint}")
+    fingerprint = f"{code_fingerprint()}-{catalog.fingerprint}"
+    return RenderCache(folder / "render", fingerprint, read_only, cache_secret())
+
+
+def _run_checks(
+    args: argparse.Namespace, out: _Output, folder: Path, result: BuildResult
+) -> list[str]:
+    """``validate`` with the command line's cache settings; a refused pass marker is a
+    ``rulegen: warning:`` line on stderr as soon as it is found."""
+    from rulegen.build import validate
+
+    return validate(folder, result, args.jobs, args.test_cache, out.progress, args.junit,
+                    read_only=args.read_only, warn=out.warn)  # fmt: skip
 
 
 def _write(
@@ -287,16 +308,13 @@ def _write(
 ) -> list[str]:
     """Write the build into ``target`` once it is validated (unless ``--no-validate``); the
     summary to print."""
-    from rulegen.build import validate
     from rulegen.outdir import write
 
     summary: list[str] = []
 
     def check(staging: Path) -> None:
         if not args.no_validate:
-            summary.extend(
-                validate(staging, result, args.jobs, args.test_cache, out.progress, args.junit)
-            )
+            summary.extend(_run_checks(args, out, staging, result))
         out.progress.step(f"writing {shown}/")
 
     out.progress.step(f"staging {shown}/")
@@ -314,7 +332,6 @@ def _check(
     to print."""
     import tempfile
 
-    from rulegen.build import validate
     from rulegen.outdir import check_output
     from rulegen.outdir.transaction import pending_journal
 
@@ -334,9 +351,7 @@ def _check(
                 path = Path(folder, name)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
-            summary = validate(
-                Path(folder), result, args.jobs, args.test_cache, out.progress, args.junit
-            )
+            summary = _run_checks(args, out, Path(folder), result)
     return [*summary, f"{shown}: up to date ({len(result.files)} files)"]
 
 

@@ -169,6 +169,8 @@ class LoadedFile:
     resolve_problems: list[Diagnostic] = field(default_factory=list)
     # the defaults files the spec extends, nearest first (its outputs come from them too)
     extends: tuple[Path, ...] = ()
+    # the bytes parsed: the spec's, then each of ``extends``' (what the render cache hashes)
+    read: tuple[bytes, ...] = ()
 
 
 def load_one(catalog: Catalog, path: Path) -> LoadedFile:
@@ -187,6 +189,7 @@ def load_one(catalog: Catalog, path: Path) -> LoadedFile:
         message = f"not a service spec: {_DEFAULTS_FILE}"
         return LoadedFile([doc.positions.diag(("defaults",), message, key=True)])
     extended = extend(doc, path, vocabulary(catalog))
+    read = (doc.raw, *extended.read)
     if extended.problems:
         return LoadedFile(extended.problems)
     doc, extends = extended.doc, extended.files
@@ -204,7 +207,7 @@ def load_one(catalog: Catalog, path: Path) -> LoadedFile:
         return LoadedFile(in_file_order(problems, doc.positions.file), extends=extends)
     resolved, problems = resolve_spec(spec, doc.positions, catalog)
     ordered = in_file_order(problems, doc.positions.file)
-    return LoadedFile([], None, spec.service, doc.positions, resolved, ordered, extends)
+    return LoadedFile([], None, spec.service, doc.positions, resolved, ordered, extends, read)
 
 
 def in_file_order(problems: Sequence[Diagnostic], file: str) -> list[Diagnostic]:

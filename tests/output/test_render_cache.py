@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import CliResult, snapshot, write_tree
 
-from rulegen import rendercache
+from rulegen.pipeline import rendercache
 
 Cli = Callable[..., CliResult]
 
@@ -84,16 +84,23 @@ def test_a_warm_build_writes_what_a_build_without_cache_writes(cli: Cli, repo: P
     assert [p.stat().st_mtime_ns for p in _entries(repo)] == stamps  # read, not rewritten
 
 
-def test_a_warm_build_takes_the_files_from_the_entry(cli: Cli, repo: Path) -> None:
-    # What the entry holds is what is written: the cache is trusted like the repo itself
-    # (docs/output.md), so this is the mechanism, not a feature.
-    _build(cli, "first")
+def test_an_edited_entry_is_refused_with_a_warning_and_rewritten(cli: Cli, repo: Path) -> None:
+    # An entry is checked against the digest of its own content: an edit of a stored file
+    # is a miss with one warning line naming the entry, never what is written.
+    first = _build(cli, "first")
     entry = _entry_of(repo, "web")
     data = json.loads(entry.read_text())
     data["files"]["grafana/web.json"] += " "
     entry.write_text(json.dumps(data))
-    warm = _build(cli, "warm")
-    assert warm["grafana/web.json"] == (repo / "first/grafana/web.json").read_bytes() + b" "
+    result = cli("build", "--no-validate", "--signals", "signals", "--out", "warm",
+                 "--test-cache", "cache")  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        f"rulegen: warning: test cache: cache/render/{entry.name}: its content does not match "
+        "its digest (corrupt or edited); ignored, rendered again"
+    ]
+    assert snapshot(repo / "warm") == first
+    assert json.loads(entry.read_text())["files"]["grafana/web.json"].endswith("}\n")
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ promtool release; these tests change each of those in turn with the real promtoo
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -245,11 +247,22 @@ def test_the_key_covers_the_test_its_rule_files_and_the_release(tmp_path: Path) 
     key = cache.key(tmp_path, "tests/t.yml")
     assert key is not None
     assert not cache.passed(key)
-    cache.remember(key, "tests/t.yml")
+    cache.remember(key)
     assert cache.passed(key)
     # what a build that wrote the file passes instead of reading it back: the same key
     assert cache.key(tmp_path, "tests/t.yml", ["../prometheus/r.yml"]) == key
-    assert (tmp_path / "cache" / key).read_text() == "tests/t.yml\npromtool, version 2.42.0\n"
+    # the marker records the key, the release and the SHA-256 of the test and its rule file
+    marker = json.loads((tmp_path / "cache" / key.name).read_text())
+    assert marker == {
+        "format": "2",
+        "key": key.name,
+        "tool": "promtool, version 2.42.0",
+        "check": "test rules tests/t.yml",
+        "inputs": [
+            ["tests/t.yml", hashlib.sha256(b"rule_files: ['../prometheus/r.yml']\n").hexdigest()],
+            ["../prometheus/r.yml", hashlib.sha256(b"groups: []\n").hexdigest()],
+        ],
+    }
     newer = TestCache(tmp_path / "cache", "promtool, version 3.0.0")
     assert newer.key(tmp_path, "tests/t.yml") != key
     rules.write_text("groups: [] \n")

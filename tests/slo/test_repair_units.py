@@ -5,15 +5,21 @@ base terms bridged across a raw scrape gap (the real server's answers are in
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from rulegen.core.diagnostics import FieldPath
+from rulegen.errors import UsageError
 from rulegen.generated import RecordingRule
+from rulegen.repair.compute import Labels, Samples
 from rulegen.repair.interpolate import bridged, reads_raw
-from rulegen.repair.model import Hole, RawGap, SLOGroup
+from rulegen.repair.journal import Journal
+from rulegen.repair.model import Hole, RawGap, Repair, SLOGroup
 from rulegen.repair.plan import grid, repair_of, seconds
-from rulegen.repair.remote import snappy_block, write_request
+from rulegen.repair.remote import STALE_NAN, snappy_block, write_request
+from rulegen.repair.write import exact_matchers
 from rulegen.source.loader import Origin
 
 MINUTE, WINDOW = 60_000, 300_000
@@ -181,3 +187,103 @@ def test_a_difference_of_two_counters_is_not_a_step() -> None:
     )
     group = SLOGroup("shop", "checkout", MINUTE, WINDOW, 86_400_000, (rule,), rule)
     assert not reads_raw(rule, group)
+
+
+# --- the journal and the exact deletes ---------------------------------------------------------
+
+
+def _journal(tmp_path: Path) -> Journal:
+    group = _group()
+    repair = Repair(group, (Hole(10 * MINUTE, 11 * MINUTE, MINUTE),), 10 * MINUTE, 20 * MINUTE,
+                    (RawGap(9 * MINUTE, 12 * MINUTE),))  # fmt: skip
+    return Journal.create(tmp_path, repair)
+
+
+LABELS: Labels = (
+    ("__name__", "slo:sli_total:increase5m"), ("service", "shop"), ("slo", "checkout"),
+)  # fmt: skip
+
+
+def test_a_journal_round_trips_its_plan_and_samples(tmp_path: Path) -> None:
+    journal = _journal(tmp_path)
+    assert journal.folder == tmp_path / "shop.checkout"
+    found = Journal.find(tmp_path, _group())
+    assert found is not None
+    assert found.repair == journal.repair
+    assert not journal.computed(0)
+    samples = [(10 * MINUTE, 1.5), (11 * MINUTE, 0.1 + 0.2), (12 * MINUTE, STALE_NAN)]
+    other: Labels = (*LABELS, ("cluster", "b"))
+    chunks: list[Samples] = [
+        {LABELS: samples[:2]},
+        {LABELS: samples[2:], other: [(10 * MINUTE, 9.0)]},
+    ]
+    journal.store(0, iter(chunks), frozenset({"__name__", "service", "slo"}))
+    assert journal.computed(0)
+    assert journal.series(0) == [LABELS]  # the one with another label is not the SLO's
+    back = list(journal.samples(0))
+    assert [labels for labels, _ in back] == [LABELS, LABELS]
+    values = [v for _, chunk in back for _, v in chunk]
+    assert values[:2] == [1.5, 0.1 + 0.2]
+    assert struct.pack("<d", values[2]) == struct.pack("<d", STALE_NAN)
+    journal.mark_written(0)
+    assert journal.written(0)
+    (journal.folder / "notes.txt").write_text("the user's")
+    journal.remove()
+    assert Journal.find(tmp_path, _group()) is None
+    assert sorted(p.name for p in journal.folder.iterdir()) == ["notes.txt"]
+
+
+DAMAGED = [
+    ("plan.json", b"{",
+     "plan.json: the journal of an interrupted repair of shop/checkout is damaged: unreadable"),
+    ("plan.json", b'{"format": 9}', "damaged: not a journal of this rulegen"),
+    ("plan.json", b'{"format": 1, "start_ms": 1.5}', "damaged: start_ms is not a whole number"),
+    ("plan.json", b'{"format": 1, "start_ms": 0, "end_ms": 60000, "holes": [[2, 1]], "gaps": []}',
+     "damaged: holes is not a list of [start, end] pairs"),
+    ("plan.json", b'{"format": 1, "start_ms": 0, "end_ms": 60001, "holes": [], "gaps": []}',
+     "damaged: start_ms to end_ms is not a range of the group's evaluations"),
+    ("plan.json", b'{"format": 1, "start_ms": 0, "end_ms": 60000, "holes": [], "gaps": [], '
+     b'"service": "shop", "slo": "checkout", "rules": "0"}',
+     "was made for other rules than the specs give now"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "body", "message"), DAMAGED, ids=[c[2][-40:] for c in DAMAGED])
+def test_a_damaged_plan_is_one_line(tmp_path: Path, name: str, body: bytes, message: str) -> None:
+    journal = _journal(tmp_path)
+    (journal.folder / name).write_bytes(body)
+    with pytest.raises(UsageError) as raised:
+        Journal.find(tmp_path, _group())
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda b: b.replace(b"1.5", b"2.5"), "does not match the hash its index records"),
+        (lambda b: b[:-1], "does not match the hash its index records"),
+    ],
+    ids=["a value changed", "cut short"],
+)  # fmt: skip
+def test_a_tampered_samples_file_is_refused_before_anything_is_read(
+    tmp_path: Path, edit: Callable[[bytes], bytes], message: str
+) -> None:
+    journal = _journal(tmp_path)
+    journal.store(
+        0, iter([{LABELS: [(10 * MINUTE, 1.5)]}]), frozenset({"__name__", "service", "slo"})
+    )
+    path = journal.folder / "rule-000.samples"
+    path.write_bytes(edit(path.read_bytes()))
+    with pytest.raises(UsageError) as raised:
+        list(journal.samples(0))
+    assert message in str(raised.value)
+    assert "remove " in str(raised.value)
+
+
+def test_exact_matchers_exclude_the_same_series_with_more_labels() -> None:
+    present = [dict(LABELS), {**dict(LABELS), "cluster": "b"}, {**dict(LABELS), "k8s.pod": "x"}]
+    assert exact_matchers([LABELS], present) == [
+        '{__name__="slo:sli_total:increase5m", service="shop", slo="checkout", cluster="", '
+        '"k8s.pod"=""}'
+    ]

@@ -286,6 +286,28 @@ def _post(server: PrometheusServer, path: str) -> None:
         assert response.status == 204
 
 
+def test_missing_evaluations_up_to_the_end_are_a_hole_where_raw_data_is(
+    history: tuple[PrometheusServer, Path],
+) -> None:
+    # what a repair killed after its deletes leaves without its journal: the recordings gone
+    # from a point up to --to, no evaluation after it in the range asked for
+    server, build = history
+    start, to = T0 + 16 * HOUR, T0 + 16 * HOUR + 20 * 60
+    _delete(server, f'{{__name__=~"slo:.*", {OWN}}}', start, to)
+    objective = f"count_over_time(slo:objective:ratio{{{OWN}}}[20m])"
+    assert _value(server, objective, to) is None
+    found = run_rulegen(
+        "repair", "specs", "--prometheus", server.url, "--from", str(start - HOUR),
+        "--to", str(to), cwd=build,
+    )  # fmt: skip
+    assert (found.code, found.err) == (0, ""), found.out + found.err
+    assert "shop/checkout: hole from 2023-11-14T16:00:00Z to 2023-11-14T16:20:00Z (21 " in found.out
+    assert _value(server, objective, to) == 20
+    assert not (build / ".rulegen-repair").exists() or not any(
+        (build / ".rulegen-repair").iterdir()
+    )
+
+
 def test_a_hole_without_raw_data_is_one_line_and_exit_2(
     history: tuple[PrometheusServer, Path],
 ) -> None:

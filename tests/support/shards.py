@@ -51,6 +51,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/importer/test_import_slo_promtool.py": (0, 29),
     "tests/lint/test_lint.py": (0.4, 5.3),
     "tests/output/test_atomic_commit.py": (0, 16),
+    "tests/output/test_cache_trust.py": (0.1, 16),
     "tests/output/test_dashboard.py": (1.1, 0),
     "tests/output/test_dashboard_data.py": (0, 7.1),
     "tests/output/test_fleet_build.py": (0.2, 7.9),

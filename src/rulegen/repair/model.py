@@ -22,6 +22,7 @@ class SLOGroup:
     window_ms: int  # the SLO window
     recordings: tuple[RecordingRule, ...]
     base_total: RecordingRule  # the base window's total, which every evaluation records
+    group_by: tuple[str, ...] = ()  # the SLO's group_by labels, which its recordings carry
 
     @property
     def name(self) -> str:

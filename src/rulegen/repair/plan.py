@@ -10,6 +10,7 @@ instant, up to one SLO window (and a lookback) later, lacks its events.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 from rulegen import units
 from rulegen.backtest.report import rfc3339
@@ -32,7 +33,7 @@ def slo_group(service: str, slo: SLOOutput) -> SLOGroup:
     counts = [_window_ms(r.record, TERMS) for r in recordings if r.record.startswith(TERMS)]
     return SLOGroup(
         service, slo.name, int(slo.evaluation_interval_seconds * 1000),
-        _window_ms(base_total.record, TOTAL), max(counts), recordings, base_total,
+        _window_ms(base_total.record, TOTAL), max(counts), recordings, base_total, slo.group_by,
     )  # fmt: skip
 
 
@@ -46,11 +47,13 @@ def own(group: SLOGroup, metric: str) -> str:
     return f"{metric}{{{labels}}}"
 
 
-def grid(start_ms: int, end_ms: int, step_ms: int) -> list[tuple[int, int]]:
-    """``[start, end]`` cut into range queries of at most ``MAX_POINTS`` points each."""
+def grid(
+    start_ms: int, end_ms: int, step_ms: int, points: int = MAX_POINTS
+) -> list[tuple[int, int]]:
+    """``[start, end]`` cut into range queries of at most ``points`` points each."""
     out = []
     while start_ms <= end_ms:
-        last = min(end_ms, start_ms + (MAX_POINTS - 1) * step_ms)
+        last = min(end_ms, start_ms + (points - 1) * step_ms)
         out.append((start_ms, last))
         start_ms = last + step_ms
     return out
@@ -61,11 +64,36 @@ def seconds(ms: int) -> str:
     return f"{ms // 1000}.{ms % 1000:03d}"
 
 
-def find_holes(client: PrometheusAPI, group: SLOGroup, span: tuple[int, int]) -> list[Hole]:
+MAX_SPAN_EVALUATIONS = 1_000_000
+"""The most evaluation instants one run scans per SLO (694 days of a 1-minute group, 115 days
+of a 10-second one): the scan streams, but every slot is one point of a range query."""
+LATE_EVALUATIONS = 3
+"""Missing evaluations this close to now (plus a minute) may just be late, never a hole."""
+
+
+def check_span(group: SLOGroup, span: tuple[int, int]) -> None:
+    """One line, exit 2, for a span longer than ``MAX_SPAN_EVALUATIONS`` of ``group``."""
+    count = (span[1] - span[0]) // group.interval_ms + 1
+    if count > MAX_SPAN_EVALUATIONS:
+        interval = units.format_duration(Decimal(group.interval_ms) / 1000)
+        most = units.format_duration(Decimal(MAX_SPAN_EVALUATIONS * group.interval_ms) / 1000)
+        raise UsageError(
+            f"{group.name}: --from {rfc3339(span[0])} to {rfc3339(span[1])} is {count:,} "
+            f"evaluations of its {interval} group, more than the {MAX_SPAN_EVALUATIONS:,} one "
+            f"repair reads ({most}): give a later --from (default: one SLO window before --to)"
+        )
+
+
+def find_holes(
+    client: PrometheusAPI, group: SLOGroup, span: tuple[int, int], now_ms: int
+) -> list[Hole]:
     """Missed evaluations of ``group`` in ``span``: runs of interval-long slots without a
-    base sample (or a sample of the group's last recording), between two slots with both
-    (before the first the group was not deployed yet; after the last, it may still be
-    running late)."""
+    base sample (or a sample of the group's last recording) after a slot with both (before
+    the first the group was not deployed yet). A run that reaches the end of the span is a
+    hole too where the raw series have data (an interrupted repair, or a group that stopped
+    evaluating), except for its last slots within ``LATE_EVALUATIONS`` of ``now_ms``, where
+    the group may just be late. The slots are read a range query at a time and only the
+    runs are kept, so memory does not grow with the span."""
     step = group.interval_ms
     # ``[interval - 1ms]``: a range selector includes both ends, so each slot
     # ``(t - interval, t]`` holds exactly one evaluation of the group. The group's last
@@ -75,28 +103,56 @@ def find_holes(client: PrometheusAPI, group: SLOGroup, span: tuple[int, int]) ->
         for r in (group.base_total, group.recordings[-1])
     )
     expr = f"{base} and {final}"
-    present: list[tuple[int, bool]] = []
     start = span[0] - span[0] % step
+    runs: list[tuple[int, int]] = []
+    first_missing: int | None = None
+    started = False
+    last_slot = start
     for first, last in grid(start, span[1], step):
         found = client.query_range(expr, seconds(first), seconds(last), f"{step / 1000:g}")
         seen = {round(t * 1000) for s in found for t, _ in s.values}
-        present.extend((t, t in seen) for t in range(first, last + 1, step))
-    holes: list[Hole] = []
-    run: list[int] = []
-    started = False
-    for t, here in present:
-        if here:
-            if started and run:
-                holes.append(_hole(client, group, run))
-            started, run = True, []
-        elif started:
-            run.append(t)
+        for t in range(first, last + 1, step):
+            last_slot = t
+            if t in seen:
+                if started and first_missing is not None:
+                    runs.append((first_missing, t - step))
+                started, first_missing = True, None
+            elif started and first_missing is None:
+                first_missing = t
+    holes = [_hole(client, group, run) for run in runs]
+    if first_missing is not None:
+        trailing = _trailing(client, group, (first_missing, last_slot), now_ms)
+        if trailing is not None:
+            holes.append(_hole(client, group, trailing))
     return holes
 
 
-def _hole(client: PrometheusAPI, group: SLOGroup, slots: Sequence[int]) -> Hole:
-    """The evaluation instants of a run of empty slots ``(t - interval, t]``: on the group's
-    own phase, read from the timestamp of the last sample before them."""
+def _trailing(
+    client: PrometheusAPI, group: SLOGroup, run: tuple[int, int], now_ms: int
+) -> tuple[int, int] | None:
+    """The part of a run of empty slots reaching the end of the span that is a hole: up to
+    the last slot where the raw series have data, and not within the late margin of now."""
+    step = group.interval_ms
+    last = min(run[1], now_ms - LATE_EVALUATIONS * step - 60_000)
+    last -= (last - run[0]) % step
+    if last < run[0]:
+        return None
+    newest: int | None = None
+    for first, end in grid(run[0], last, step):
+        found = client.query_range(
+            f"count({group.base_total.expr})", seconds(first), seconds(end), f"{step / 1000:g}"
+        )
+        times = [round(t * 1000) for s in found for t, _ in s.values]
+        newest = max(times, default=newest)
+    if newest is None:
+        return None
+    return run[0], newest
+
+
+def _hole(client: PrometheusAPI, group: SLOGroup, slots: tuple[int, int]) -> Hole:
+    """The evaluation instants of a run of empty slots ``(t - interval, t]`` (its first and
+    last slot): on the group's own phase, read from the timestamp of the last sample before
+    them."""
     step = group.interval_ms
     before = slots[0] - step
     found = client.query(f"timestamp({own(group, group.base_total.record)})", before / 1000)

@@ -68,6 +68,8 @@ class Extended:
     doc: LoadedDocument
     files: tuple[Path, ...] = ()
     problems: list[Diagnostic] = field(default_factory=list)
+    # each of ``files``' bytes, as parsed (what the render cache's key hashes)
+    read: tuple[bytes, ...] = ()
 
 
 def is_defaults(data: Any) -> bool:
@@ -117,7 +119,8 @@ def extend(doc: LoadedDocument, path: Path, vocabulary: Vocabulary) -> Extended:
     merged = _apply(defaults, spec)
     positions = Positions(doc.positions.file)
     data = _flatten(merged, (), positions, doc.positions)
-    return Extended(LoadedDocument(data, positions), tuple(p for p, _ in chain))
+    files, read = tuple(p for p, _ in chain), tuple(d.raw for _, d in chain)
+    return Extended(LoadedDocument(data, positions), files, read=read)
 
 
 def _load_chain(

@@ -134,6 +134,9 @@ class LoadedDocument:
 
     data: Any
     positions: Positions
+    # the bytes parsed (``load_file``; empty for text from memory): what a cache key hashes,
+    # so that the key is of exactly what was parsed, never of a second read
+    raw: bytes = b""
 
 
 class LoadError(Exception):
@@ -211,8 +214,12 @@ def _whole(file: str, message: str) -> Diagnostic:
 
 
 def load_file(path: Path, display: str) -> LoadedDocument:
-    """Read and parse one spec file; raises ``LoadError`` with a positioned message."""
-    return load_text(read_source(path, display), display)
+    """Read and parse one spec file (read once: ``raw`` holds the bytes parsed); raises
+    ``LoadError`` with a positioned message."""
+    raw = read_raw(path, display)
+    doc = load_text(decode_source(raw, display), display)
+    doc.raw = raw
+    return doc
 
 
 def load_text(text: str, display: str) -> LoadedDocument:

@@ -6,35 +6,73 @@ thousand services, while a change to one spec changes one service's files. A tes
 result depends only on its own bytes, the bytes of the rule files it loads and the promtool
 release, so a pass recorded under the hash of exactly those can be trusted on any machine;
 anything that cannot be hashed with certainty (a glob, an unreadable file) is simply run.
+
+A marker is not trusted for being there: it records its key, the tool's version and the
+SHA-256 of every file it vouches for, and on use that record is made again from the current
+files and must match, so a marker edited, copied from another file's or written by hand is
+refused (one warning line) and the check runs. With ``RULEGEN_CACHE_SECRET`` each marker is
+signed too, and one without its valid HMAC is refused: only then can someone who may write
+the cache but does not hold the secret not forge a pass (``rulegen.core.integrity``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from rulegen.core.integrity import (
+    BadEntry,
+    cache_secret,
+    canonical,
+    read_sealed,
+    sealed,
+    sha256,
+    write_atomically,
+)
 from rulegen.source.loader import LoadError, decode_source, load_text
 
-# Bumped when what goes into a key changes, so older markers stop matching.
-KEY_VERSION = "1"
+# Bumped when what goes into a key or a marker changes, so older markers stop matching.
+KEY_VERSION = "2"
 _GLOB = ("*", "?", "[")
 
 
+@dataclass(frozen=True)
+class Key:
+    """A check's pass marker: its file name (``name``, the SHA-256 of the rest of
+    ``record``) and what the marker must hold (``record``: the key, the tool's version, what
+    was checked, and the SHA-256 of each input file). Two keys are the same by name."""
+
+    name: str
+    record: dict[str, object] = field(compare=False, hash=False)
+
+
 class TestCache:
-    """Marker files in ``folder``, one per test file that passed, named by its key."""
+    """Marker files in ``folder``, one per check that passed, named by its key."""
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, folder: Path, promtool_version: str) -> None:
-        """``promtool_version``: promtool's whole ``--version`` text (release, build, revision)."""
+    def __init__(
+        self,
+        folder: Path,
+        promtool_version: str,
+        *,
+        read_only: bool = False,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        """``promtool_version``: promtool's whole ``--version`` text (release, build,
+        revision); ``read_only``: markers are used, none is written; ``warn``: where a
+        refused marker is named, one line each (default: kept in ``warnings``). The secret is
+        ``RULEGEN_CACHE_SECRET``'s, read now."""
         self.folder = folder
         self.promtool_version = promtool_version
+        self.read_only = read_only
+        self.secret = cache_secret()
+        self.warnings: list[str] = []
+        self._warn = warn or self.warnings.append
 
-    def key(self, root: Path, test_file: str, rule_files: list[str] | None = None) -> str | None:
-        """The hash of what the result of ``root/test_file`` depends on, or ``None``.
+    def key(self, root: Path, test_file: str, rule_files: list[str] | None = None) -> Key | None:
+        """What the result of ``root/test_file`` depends on, or ``None``.
 
         ``rule_files``: the file's ``rule_files`` when the caller wrote it (a generated test),
         which spares parsing it; a user's test file is read to find them.
@@ -48,47 +86,65 @@ class TestCache:
             rule_files = _rule_files(text)
         if rule_files is None:
             return None
-        digest = hashlib.sha256()
-        for part in (KEY_VERSION, self.promtool_version, test_file):
-            digest.update(part.encode() + b"\0")
-        digest.update(text + b"\0")
+        parts = [(test_file, text)]
         for name in rule_files:
             if any(char in name for char in _GLOB):
                 return None
             try:
-                digest.update(name.encode() + b"\0" + (path.parent / name).read_bytes() + b"\0")
+                parts.append((name, (path.parent / name).read_bytes()))
             except OSError:
                 return None
-        return digest.hexdigest()
+        return self.key_of(self.promtool_version, f"test rules {test_file}", parts)
 
-    def key_of(self, tool: str, kind: str, parts: Sequence[tuple[str, bytes]]) -> str:
-        """The hash of a check's whole input: the binary that runs it (``tool``: its whole
-        ``--version`` text), what it is (``kind``), and each named input's bytes."""
-        digest = hashlib.sha256()
-        for part in (KEY_VERSION, tool, kind):
-            digest.update(part.encode() + b"\0")
-        for name, data in parts:
-            digest.update(name.encode() + b"\0" + data + b"\0")
-        return digest.hexdigest()
+    def key_of(self, tool: str, kind: str, parts: Sequence[tuple[str, bytes]]) -> Key:
+        """What a check's result depends on: the binary that runs it (``tool``: its whole
+        ``--version`` text), what it is (``kind``), and each named input, by its SHA-256."""
+        content: dict[str, object] = {
+            "format": KEY_VERSION,
+            "tool": tool,
+            "check": kind,
+            "inputs": [[name, sha256(data)] for name, data in parts],
+        }
+        name = sha256(canonical(content))
+        return Key(name, {**content, "key": name})
 
-    def passed(self, key: str | None) -> bool:
-        """Whether a test file with this key passed before."""
-        return key is not None and (self.folder / key).is_file()
-
-    def remember(self, key: str | None, test_file: str) -> str | None:
-        """Record a pass (the marker holds the file's name for whoever looks inside); returns
-        why it could not be recorded. A cache that cannot be written never fails a build."""
+    def passed(self, key: Key | None) -> bool:
+        """Whether the check with this key passed before: its marker is there and records
+        exactly ``key`` (with its valid HMAC, when there is a secret). A marker that is there
+        but does not is named on ``warn`` and counts as no pass."""
         if key is None:
+            return False
+        path = self.folder / key.name
+        try:
+            record = read_sealed(path, self.secret)
+            if record is None:
+                return False
+            _match(record, key)
+        except BadEntry as exc:
+            self._warn(f"test cache: {path.as_posix()}: {exc.reason}; ignored, checked again")
+            return False
+        return True
+
+    def remember(self, key: Key | None) -> str | None:
+        """Record a pass (replacing any marker refused before); returns why it could not be
+        recorded. A cache that cannot be written never fails a build; a read-only one is
+        never written."""
+        if key is None or self.read_only:
             return None
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
-            with os.fdopen(handle, "w", encoding="utf-8") as marker:
-                marker.write(f"{test_file}\n{self.promtool_version}\n")
-            Path(temporary).replace(self.folder / key)
+            write_atomically(self.folder, key.name, sealed(key.record, self.secret))
         except OSError as exc:
             return f"{exc.filename or self.folder}: {exc.strerror or exc}"
         return None
+
+
+def _match(record: dict[str, object], key: Key) -> None:
+    """Nothing when ``record`` (a marker's content) is ``key``'s; else ``BadEntry``."""
+    if record == key.record:
+        return
+    if record.get("key") != key.name:
+        raise BadEntry("not a pass of these files (written by hand, or copied from another)")
+    raise BadEntry("does not match the files it vouches for (edited)")
 
 
 def _rule_files(text: bytes) -> list[str] | None:

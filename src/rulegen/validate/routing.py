@@ -18,7 +18,7 @@ from rulegen.fanout import usable_cpus
 from rulegen.routing.output import CONFIG
 from rulegen.source.loader import Origin
 from rulegen.validate import amtool
-from rulegen.validate.cache import TestCache
+from rulegen.validate.cache import Key, TestCache
 
 
 def validate_routing(
@@ -51,7 +51,7 @@ def validate_routing(
     if failures:
         raise ValidationFailed(failures, "amtool routing tests failed:", indent="")
     if cache is not None and not warnings:
-        cache.remember(key, CONFIG)
+        cache.remember(key)
     also = f" (and with {' and '.join(loaded)})" if loaded else ""
     return [
         f"amtool check-config: alertmanager.yml ok{also}",
@@ -109,7 +109,7 @@ def _cache_key(
     cache: TestCache | None,
     folder: Path,
     cases: Sequence[tuple[str, Mapping[str, str], tuple[str, ...]]],
-) -> str | None:
+) -> Key | None:
     """What the routing checks depend on: amtool's release, the config's bytes and every
     test case; ``None`` (always run) without a cache, a version, or a readable config."""
     if cache is None:
