@@ -23,7 +23,8 @@ BOOKWORM_TESTS := tests/alerts/test_generated_tests_catch_mutations.py \
   tests/alerts/test_signals_promtool.py tests/diagnosis/test_diagnosis_tests_catch_mutations.py \
   tests/slo/test_slo_tests_catch_mutations.py tests/slo/test_slo_fallbacks_catch_mutations.py \
   tests/slo/test_slo_promtool.py tests/slo/test_slo_gaps_prometheus.py \
-  tests/slo/test_slo_repair_prometheus.py tests/backtest tests/routing tests/targets \
+  tests/slo/test_slo_repair_prometheus.py tests/slo/test_repair_memory_prometheus.py \
+  tests/backtest tests/routing tests/targets \
   tests/cli/test_prometheus_version.py tests/cli/test_junit.py tests/importer/test_import_roundtrip.py
 
 # pytest in $(1) processes side by side (--shard i/$(1)) with the arguments $(2), in the

@@ -344,8 +344,9 @@ def test_the_test_cache_reads_a_user_test_file_with_the_same_guards() -> None:
 SECRET = "s3cr3t-VALUE-42"
 FROM_FILES = "secrets are read from files only: write {}: /path/to/secret"
 URL_CREDENTIALS = (
-    "secrets are read from files only: this URL carries credentials (user:password@); "
-    "remove them from the URL and keep them out of the committed files"
+    "secrets are read from files only: this URL carries credentials (user:password@, or a "
+    "query parameter such as token=); remove them from the URL and keep them out of the "
+    "committed files"
 )
 
 
@@ -459,6 +460,11 @@ ROUTING_SECRETS = [
         f"      webhook: {{url: 'http://bob:{SECRET}@sink.internal/hook'}}",
         f"specs/routing.yaml:8:22: routing.receivers[1].webhook.url: {URL_CREDENTIALS}",
     ),
+    (
+        "a token in a webhook URL's query string is refused and never printed",
+        f"      webhook: {{url: 'http://sink.internal/hook?team=a&access_token={SECRET}'}}",
+        f"specs/routing.yaml:8:22: routing.receivers[1].webhook.url: {URL_CREDENTIALS}",
+    ),
 ]
 
 
@@ -521,10 +527,18 @@ def test_a_secret_of_the_wrong_type_is_not_echoed_by_the_type_error(in_tmp: Path
     assert "987654321" not in result.out + result.err
 
 
-def test_a_runbook_url_with_credentials_never_reaches_the_rules(in_tmp: Path, cli: Cli) -> None:
-    spec = SERVICE.replace(
-        "service: web\n", f"service: web\nrunbook_url: https://u:{SECRET}@rb.internal/{{alert}}\n"
-    )
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://u:{SECRET}@rb.internal/{{alert}}",
+        f"https://rb.internal/{{alert}}?api_key={SECRET}",
+    ],
+    ids=["user:password@", "?api_key="],
+)
+def test_a_runbook_url_with_credentials_never_reaches_the_rules(
+    in_tmp: Path, cli: Cli, url: str
+) -> None:
+    spec = SERVICE.replace("service: web\n", f"service: web\nrunbook_url: {url}\n")
     write_tree(in_tmp, {"specs/web.yaml": spec})
 
     result = cli("build", "--no-validate", "--out", "out")

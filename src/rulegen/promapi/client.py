@@ -38,11 +38,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TypeVar
-from urllib.parse import quote, unquote, unquote_plus, urlencode, urlsplit
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from rulegen import units
 from rulegen.errors import UsageError
 from rulegen.promapi import MAX_BYTES
+from rulegen.source.credentials import secret_parameter
 
 SHOWN_CHARS = 200
 """How much of an error body a message shows (escaped)."""
@@ -95,10 +96,6 @@ def shown(text: str, limit: int = SHOWN_CHARS) -> str:
     return out + "…" if len(text) > limit else out
 
 
-SECRET_PARAMETERS = ("token", "access_token", "api_key", "apikey", "password", "passwd", "pwd")
-"""Query parameters whose value is redacted wherever a URL is shown; so is any parameter
-whose name says it holds a secret (``SECRET_WORDS``)."""
-SECRET_WORDS = ("secret", "token", "key", "pass", "auth", "credential", "signature")
 REDACTED = "REDACTED"
 
 
@@ -131,14 +128,8 @@ def _redact_pairs(text: str) -> str:
     pairs = []
     for pair in text.split("&"):
         name, equals, _ = pair.partition("=")
-        pairs.append(f"{name}={REDACTED}" if equals and _secret_name(name) else pair)
+        pairs.append(f"{name}={REDACTED}" if equals and secret_parameter(name) else pair)
     return "&".join(pairs)
-
-
-def _secret_name(name: str) -> bool:
-    """Whether a query parameter's name (percent-decoded, any case) says it holds a secret."""
-    plain = unquote_plus(name).lower()
-    return plain in SECRET_PARAMETERS or any(word in plain for word in SECRET_WORDS)
 
 
 def _size(count: int) -> str:

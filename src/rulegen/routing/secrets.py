@@ -6,8 +6,8 @@ generated file that is committed. Alertmanager reads each credential it knows fr
 paths. Which fields hold a credential is ``rulegen.source.credentials``' tables (Alertmanager's
 own list, shared with the loaders' messages, which never quote one); this module applies them.
 A webhook ``url`` is not in them: Alertmanager 0.25 (Debian's) has no ``url_file``, so there
-the URL is configuration; credentials inside any URL (``https://user:pass@host``) are refused
-everywhere.
+the URL is configuration; credentials inside any URL (``https://user:pass@host``, a query
+parameter whose name says secret: ``?token=…``) are refused everywhere.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def url_credentials(data: Any, positions: Positions) -> list[Diagnostic]:
 
 
 _URL_MESSAGE = (
-    "secrets are read from files only: this URL carries credentials (user:password@); "
-    "remove them from the URL and keep them out of the committed files"
+    "secrets are read from files only: this URL carries credentials (user:password@, or a "
+    "query parameter such as token=); remove them from the URL and keep them out of the "
+    "committed files"
 )
 
 

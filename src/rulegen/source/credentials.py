@@ -10,6 +10,7 @@ secret, named by the mapping that holds it, with its ``*_file`` alternative wher
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote_plus
 
 # Keys of ``global`` that hold a credential → Alertmanager's file alternative.
 GLOBAL: dict[str, str | None] = {
@@ -57,6 +58,30 @@ SECRET_FIELDS = frozenset(
 _URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@\[\]]+@")
 
 
+SECRET_PARAMETERS = ("token", "access_token", "api_key", "apikey", "password", "passwd", "pwd")
+"""Query parameters that hold a credential; so does any whose name has a ``SECRET_WORDS``."""
+SECRET_WORDS = ("secret", "token", "key", "pass", "auth", "credential", "signature")
+# a URL's query or fragment parameter: its name (up to ``=``) after ``?``, ``&`` or ``#``
+_URL_PARAMETER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*[?#]([^\s#]*)")
+
+
+def secret_parameter(name: str) -> bool:
+    """Whether a URL query parameter's name (percent-decoded, any case) says it holds a
+    secret: ``token``, ``api_key``, ``client_secret``, ``X-Auth``…"""
+    plain = unquote_plus(name).lower()
+    return plain in SECRET_PARAMETERS or any(word in plain for word in SECRET_WORDS)
+
+
 def has_url_credentials(text: str) -> bool:
-    """Whether ``text`` holds a URL with a user name or password before the host."""
-    return "://" in text and _URL_CREDENTIALS.search(text) is not None
+    """Whether ``text`` holds a URL with a user name or password before the host, or a
+    query (or fragment) parameter whose name says it holds a secret (``?token=…``)."""
+    if "://" not in text:
+        return False
+    if _URL_CREDENTIALS.search(text) is not None:
+        return True
+    for found in _URL_PARAMETER.finditer(text):
+        for pair in re.split(r"[&#]", found.group(1)):
+            name, equals, _ = pair.partition("=")
+            if equals and secret_parameter(name):
+                return True
+    return False
