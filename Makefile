@@ -2,10 +2,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# pytest processes `make test` and `make test-fast` run side by side, one per core (JOBS=1:
-# one process); each runs whole test files, shared out by cost (tests/support/shards.py)
-JOBS      ?= 2
-FAST_JOBS ?= $(JOBS)
+# pytest processes `make test` runs side by side (JOBS=1: one process): three on the 2-core
+# machine, because about a third of the slow suite's wall time is spent waiting on servers
+# (vmalert's replay delays, Alertmanager's group_wait, Prometheus starting), so a third process
+# fills the core a waiting one leaves idle (JOBS=3: test-current 9 min, JOBS=2: 13-14 min,
+# docs/dev/performance.md). Each runs whole test files, shared out by cost
+# (tests/support/shards.py). `make test-fast` (CPU only, no waiting) runs one per core.
+JOBS      ?= 3
+FAST_JOBS ?= 2
 # The tool stacks the suite runs on (docs/compatibility.md): the current one, Debian testing's
 # Prometheus 3.5 LTS / Alertmanager 0.33 / VictoriaMetrics 1.145, fetched by .ci/fetch-stack
 # into .tools/forky (never installed over the system's), first on PATH for `make build` and

@@ -54,8 +54,8 @@ STEP, HOUR, DAY = 60, 3600, 86400
 T0 = 1_700_000_000 - 1_700_000_000 % DAY
 FIRST_HOLE = T0 + DAY  # the first scenario's hole; each next one 5 minutes later
 SLOT = 5 * 60
-SCENARIOS_MAX = 96
-END = FIRST_HOLE + SCENARIOS_MAX * SLOT + 10 * 60
+SCENARIOS_MAX = 98
+END = FIRST_HOLE + SCENARIOS_MAX * SLOT + HOUR + 10 * 60  # and the last test's hour
 PER_MINUTE = 1000
 OWN = 'service="shop", slo="checkout"'
 EXACT = 1e-9
@@ -308,3 +308,26 @@ def test_every_fault_at_every_step_is_finished_by_a_rerun(
             assert code == 0, f"{what}: the rerun failed\n{out}{err}"
             assert "an earlier run left unfinished" in out, f"{what}\n{out}"
             _check(history, hole, what)
+
+
+def test_a_rerun_over_another_range_finishes_the_interrupted_repair_first(
+    history: History, steps: list[str]
+) -> None:
+    # killed right after the delete of a recording half-way; the rerun asks for a range that
+    # ends an hour later (and starts after the hole): the journal is finished all the same
+    middle = 5 + 3 * ((len(steps) - 5) // 6)
+    assert steps[middle] == "/api/v1/admin/tsdb/delete_series"
+    hole = _make_hole(history)
+    with FaultProxy(history.server.url) as proxy:
+        proxy.arm(Fault("kill", middle))
+        proc = _start(_argv(proxy.url, hole), history.build)
+        proxy.state.fault.pid = proc.pid  # type: ignore[union-attr]
+        proc.communicate(timeout=300)
+        assert (proxy.fired, proc.returncode) == (True, -9)
+    later = ["repair", "specs", "--prometheus", history.server.url, "--from",
+             str(hole + 5 * STEP), "--to", str(hole + HOUR)]  # fmt: skip
+    code, out, err = _run(later, history.build)
+    assert code == 0, out + err
+    assert "an earlier run left unfinished" in out
+    _check(history, hole, "a rerun over a later range")
+    history.next_hole = hole + HOUR + SLOT  # the rerun's range is not a new scenario's

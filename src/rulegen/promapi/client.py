@@ -41,9 +41,9 @@ from typing import TypeVar
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from rulegen import units
+from rulegen.core.urls import secret_parameter
 from rulegen.errors import UsageError
 from rulegen.promapi import MAX_BYTES
-from rulegen.source.credentials import secret_parameter
 
 SHOWN_CHARS = 200
 """How much of an error body a message shows (escaped)."""

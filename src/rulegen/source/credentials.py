@@ -10,7 +10,8 @@ secret, named by the mapping that holds it, with its ``*_file`` alternative wher
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_plus
+
+from rulegen.core.urls import secret_parameter
 
 # Keys of ``global`` that hold a credential → Alertmanager's file alternative.
 GLOBAL: dict[str, str | None] = {
@@ -56,20 +57,8 @@ SECRET_FIELDS = frozenset(
     [*GLOBAL, *ANYWHERE, "secrets", *(f for table in BY_OWNER.values() for f in table)]
 )
 _URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@\[\]]+@")
-
-
-SECRET_PARAMETERS = ("token", "access_token", "api_key", "apikey", "password", "passwd", "pwd")
-"""Query parameters that hold a credential; so does any whose name has a ``SECRET_WORDS``."""
-SECRET_WORDS = ("secret", "token", "key", "pass", "auth", "credential", "signature")
 # a URL's query or fragment parameter: its name (up to ``=``) after ``?``, ``&`` or ``#``
 _URL_PARAMETER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*[?#]([^\s#]*)")
-
-
-def secret_parameter(name: str) -> bool:
-    """Whether a URL query parameter's name (percent-decoded, any case) says it holds a
-    secret: ``token``, ``api_key``, ``client_secret``, ``X-Auth``…"""
-    plain = unquote_plus(name).lower()
-    return plain in SECRET_PARAMETERS or any(word in plain for word in SECRET_WORDS)
 
 
 def has_url_credentials(text: str) -> bool:
