@@ -1149,6 +1149,10 @@ CASES: list[Case] = [
                     metric: vllm:time_to_first_token_seconds
                     threshold: 500ms
                     matchers: '"model.name"="m"'
+              - name: otel
+                objective: 99%
+                sli:
+                  latency: {metric: http.server.request.duration, threshold: 500ms}
             """,
         stderr=spec_errors(
             'specs/web.yaml:4:19: selectors.vllm: the UTF-8 name(s) "k8s.cluster" need '
@@ -1163,6 +1167,9 @@ CASES: list[Case] = [
             'specs/web.yaml:18:19: slos[1].sli.latency.matchers: the UTF-8 name(s) "model.name" '
             "need Prometheus 3.0 or later (prometheus.version is 2.53); rename them or declare a "
             "3.x version",
+            "specs/web.yaml:22:25: slos[2].sli.latency.metric: the UTF-8 name(s) "
+            '"http.server.request.duration" need Prometheus 3.0 or later (prometheus.version is '
+            "2.53); rename them or declare a 3.x version",
         ),
     ),
     Case(

@@ -242,8 +242,11 @@ def _latency(
 ) -> LatencySLI | None:
     before = len(col.diagnostics)
     metric = spec.metric
-    if not promql.METRIC_NAME.match(metric):
+    version = histograms.version
+    if not (promql.METRIC_NAME.match(metric) or _utf8_metric(metric, version)):
         col.error((*path, "metric"), f"invalid metric name {metric!r}")
+    elif refused := promql.utf8_refusal(metric, (), version):
+        col.error((*path, "metric"), refused)
     elif metric.endswith(("_bucket", "_count", "_sum")):
         base = metric.rsplit("_", 1)[0]
         col.error(
@@ -254,6 +257,8 @@ def _latency(
         matchers = promql.parse_matchers(spec.matchers or "")
     except ValueError as exc:
         col.error((*path, "matchers"), str(exc))
+    if refused := promql.utf8_refusal("", matchers, version):
+        col.error((*path, "matchers"), refused)
     if any(m.name == "le" for m in matchers):
         col.error((*path, "matchers"), "must not match on le: the threshold picks the bucket")
     threshold = _latency_threshold(col, (*path, "threshold"), spec.threshold)
@@ -263,6 +268,14 @@ def _latency(
     if len(col.diagnostics) > before or threshold is None:
         return None
     return LatencySLI(metric, threshold, matchers, kind)
+
+
+def _utf8_metric(metric: str, version: PrometheusVersion) -> bool:
+    """A metric name only Prometheus 3's UTF-8 names allow (``http.server.request.duration``,
+    OpenTelemetry's): printable, no quote or brace, written quoted wherever rulegen writes it.
+    Under 2.x it is still taken here, for ``utf8_refusal`` to say which version it needs."""
+    del version  # the refusal, not the syntax, depends on it
+    return bool(metric) and metric.isprintable() and not any(c in metric for c in '"{}\\')
 
 
 def _histogram_kind(
