@@ -19,14 +19,15 @@ out-of-order head, so a probe with values would stay readable until compacted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 
 from rulegen.backtest.report import rfc3339
 from rulegen.core import promql
 from rulegen.errors import UsageError
 from rulegen.generated import RecordingRule
 from rulegen.promapi.client import PostRefused, PrometheusAPI
-from rulegen.repair.compute import Bridge, Labels, evaluate
+from rulegen.repair.compute import Bridge, Labels, Samples, evaluate
 from rulegen.repair.interpolate import bridged, reads_raw
 from rulegen.repair.journal import Journal
 from rulegen.repair.model import RawGap, Repair, SLOGroup
@@ -169,34 +170,43 @@ def apply(client: PrometheusAPI, journal: Journal) -> tuple[int, int]:
     """Rewrite the journal's repair rule by rule in group order, skipping the rules it
     records as written: compute and store the replacement, delete the old samples, write
     the replacement, mark it written. The number of samples written, and of samples the
-    deletion could not remove (which keep their values). A failure after a delete names
-    what is deleted and the command that finishes the job."""
+    deletion could not remove (which keep their values). (``command`` turns a failure into
+    the line that says what may be deleted and how to finish.)"""
     repair = journal.repair
-    group = repair.group
     written = kept = 0
-    for index, rule in enumerate(group.recordings):
+    for index, rule in enumerate(repair.group.recordings):
         if journal.written(index):
             continue
         if not journal.computed(index):
-            bridge = (
-                _bridge(rule, group, repair.gaps)
-                if repair.gaps and reads_raw(rule, group)
-                else None
-            )
-            span = (repair.start_ms, repair.end_ms)
-            chunks = evaluate(client, rule, span, group.interval_ms, bridge)
-            try:
-                journal.store(index, chunks, owned_names(rule, group))
-            except OSError as exc:
-                raise UsageError(
-                    f"{journal.folder}: cannot write the repair's journal: "
-                    f"{exc.strerror or exc}; {rule.record} not deleted"
-                ) from None
+            chunks, owned = _replacement(client, journal, rule)  # a generator: lazy
+            _journaled(journal, rule, partial(journal.store, index, chunks, owned))
         deleted = _delete(client, journal, index)
         kept += _left(client, repair, rule, deleted)
         written += _write_back(client, journal, index)
-        journal.mark_written(index)
+        _journaled(journal, rule, partial(journal.mark_written, index))
     return written, kept
+
+
+def _replacement(
+    client: PrometheusAPI, journal: Journal, rule: RecordingRule
+) -> tuple[Iterator[Samples], frozenset[str]]:
+    """``rule``'s replacement over the repair's range, chunk by chunk (raw gaps bridged),
+    and the label names its series may carry."""
+    repair, group = journal.repair, journal.repair.group
+    bridge = _bridge(rule, group, repair.gaps) if repair.gaps and reads_raw(rule, group) else None
+    span = (repair.start_ms, repair.end_ms)
+    return evaluate(client, rule, span, group.interval_ms, bridge), owned_names(rule, group)
+
+
+def _journaled(journal: Journal, rule: RecordingRule, write: Callable[[], None]) -> None:
+    """A write to the journal; a disk that refuses it is one line, not a traceback."""
+    try:
+        write()
+    except OSError as exc:
+        raise UsageError(
+            f"{journal.folder}: cannot write the repair's journal at {rule.record}: "
+            f"{exc.strerror or exc}"
+        ) from None
 
 
 def _bridge(rule: RecordingRule, group: SLOGroup, gaps: tuple[RawGap, ...]) -> Bridge:
