@@ -18,7 +18,8 @@ FAST_JOBS ?= 2
 STACK     ?= forky
 STACK_BIN := $(CURDIR)/.tools/$(STACK)/root/usr/bin
 CURRENT   := PATH="$(STACK_BIN):$$PATH" RULEGEN_TEST_STACK=$(STACK)
-BOOKWORM  := RULEGEN_TEST_STACK=system RULEGEN_TEST_PROMETHEUS=2.42
+# (the system stack: the 3.5 tools taken off PATH, should a shell have put them first)
+BOOKWORM  := PATH="$(subst $(STACK_BIN):,,$(PATH))" RULEGEN_TEST_STACK=system RULEGEN_TEST_PROMETHEUS=2.42
 # What the 2.x run proves again: every generated test's timing and mutation suite under closed
 # ranges, the hand-written signal tests, the real servers (Prometheus, Alertmanager,
 # VictoriaMetrics), the version checks. (The example's own build, the golden files and the
