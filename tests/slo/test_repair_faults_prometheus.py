@@ -47,6 +47,7 @@ from support.prometheus import (
     openmetrics,
     recording_levels,
 )
+from support.slo_gap import PAGE_1H, checkout_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults, NEEDS_PROMETHEUS]
 
@@ -59,21 +60,7 @@ END = FIRST_HOLE + SCENARIOS_MAX * SLOT + HOUR + 10 * 60  # and the last test's 
 PER_MINUTE = 1000
 OWN = 'service="shop", slo="checkout"'
 EXACT = 1e-9
-SPEC = """
-    version: 1
-    service: shop
-    evaluation_interval: 1m
-    slos:
-      - name: checkout
-        objective: 99%
-        window: 1d
-        sli:
-          ratio:
-            errors: 'http_requests_total{code=~"5.."}'
-            total: 'http_requests_total'
-        tiers:
-          - {long: 1h, short: 5m, budget: 2%, alert: page}
-    """
+SPEC = checkout_spec("1m", (PAGE_1H,))  # one page tier: fewer recordings, fewer steps
 BYSTANDERS = (
     '{__name__=~"slo:.+", cluster="b"}',
     '{__name__=~"slo:.+", slo="other"}',

@@ -27,27 +27,14 @@ from support.prometheus import (
     create_blocks_from_openmetrics,
     openmetrics,
 )
+from support.slo_gap import PAGE_1H, checkout_spec
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 
 STEP = 10
 END = 1_700_000_000 - 1_700_000_000 % 3600
 DAY = 86400
-SPEC = """
-    version: 1
-    service: shop
-    evaluation_interval: 10s
-    slos:
-      - name: checkout
-        objective: 99%
-        window: 1d
-        sli:
-          ratio:
-            errors: 'http_requests_total{code=~"5.."}'
-            total: 'http_requests_total'
-        tiers:
-          - {long: 1h, short: 5m, budget: 2%, alert: page}
-    """
+SPEC = checkout_spec("10s", (PAGE_1H,))  # one page tier: fewer recordings, fewer steps
 # What a span of 950,400 evaluations may add to the peak: the old scan's list of slots took
 # about 90 MB there; the scan that streams keeps one range query's answer (10,000 points).
 SPAN_COST_MAX_KB = 25_000

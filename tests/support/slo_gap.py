@@ -16,21 +16,30 @@ END = T0 + DAY + 4 * HOUR
 BURST = (GAP[0] - 10 * 60, GAP[1] + 10 * 60)  # the error burst: from 10 minutes before the hole
 PER_MINUTE = 1000  # requests per minute of the SLI's total counter
 OWN = 'service="shop", slo="checkout"'  # the SLO's own labels, as its recordings carry them
-# The SLO both tests build: 99% over 1 day (its cascade 5m … 6h, 1d: the rules of a 30-day SLO,
-# one level shorter, so the history stays short), two page tiers.
-SPEC = """
+PAGE_1H = "{long: 1h, short: 5m, budget: 2%, alert: page}"
+PAGE_6H = "{long: 6h, short: 30m, budget: 5%, alert: page}"
+
+
+def checkout_spec(interval: str = "1m", tiers: tuple[str, ...] = (PAGE_1H, PAGE_6H)) -> str:
+    """The shop/checkout SLO the repair and gap tests build: 99% over 1 day (its cascade
+    5m … 6h, 1d: the rules of a 30-day SLO, one level shorter, so the history stays short),
+    evaluated every ``interval``, with ``tiers`` (default: the two page tiers)."""
+    lines = "".join(f"          - {tier}\n" for tier in tiers)
+    return f"""
     version: 1
     service: shop
-    evaluation_interval: 1m
+    evaluation_interval: {interval}
     slos:
       - name: checkout
         objective: 99%
         window: 1d
         sli:
           ratio:
-            errors: 'http_requests_total{code=~"5.."}'
+            errors: 'http_requests_total{{code=~"5.."}}'
             total: 'http_requests_total'
         tiers:
-          - {long: 1h, short: 5m, budget: 2%, alert: page}
-          - {long: 6h, short: 30m, budget: 5%, alert: page}
-    """
+{lines}    """
+
+
+# The SLO both gap tests build.
+SPEC = checkout_spec()
