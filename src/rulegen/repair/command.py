@@ -8,6 +8,7 @@ here is one ``UsageError`` line (exit 2), raised before anything is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from dataclasses import replace
@@ -63,12 +64,8 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     """Run ``rulegen repair``: 0 when every hole was repaired (or none found, or
     ``--dry-run``); ``UsageError`` for ``cli`` to map. An interrupted repair's journal is
     finished first, whatever the range asked for now."""
-    from rulegen.build import build
-    from rulegen.load import discover
     from rulegen.promapi.client import PrometheusAPI
-    from rulegen.repair.journal import Journal
-    from rulegen.repair.plan import slo_group
-    from rulegen.validate.server import declared_by, refuse_other_server
+    from rulegen.repair.journal import locked
 
     stdout = out or sys.stdout
     now = time.time()
@@ -77,6 +74,25 @@ def run(args: argparse.Namespace, catalog: Catalog, out: TextIO | None = None) -
     if start is not None and start >= end:
         raise UsageError(f"--from {args.start} must be before --to {args.end}")
     client = PrometheusAPI(args.prometheus, timeout=args.timeout)
+    with contextlib.nullcontext() if args.dry_run else locked(args.journal):
+        return _run(args, catalog, client, (start, end, now), stdout)
+
+
+def _run(
+    args: argparse.Namespace,
+    catalog: Catalog,
+    client: PrometheusAPI,
+    times: tuple[int | None, int, float],
+    stdout: TextIO,
+) -> int:
+    """The repair itself, the journal folder locked (unless ``--dry-run``)."""
+    from rulegen.build import build
+    from rulegen.load import discover
+    from rulegen.repair.journal import Journal
+    from rulegen.repair.plan import slo_group
+    from rulegen.validate.server import declared_by, refuse_other_server
+
+    start, end, now = times
     result = build(discover(args.paths or [Path("specs")]), catalog)
     groups = [slo_group(s.service, slo) for s in result.services for slo in s.slos]
     if not groups:
