@@ -337,14 +337,14 @@ def test_a_hole_without_raw_data_is_one_line_and_exit_2(
 
 
 def test_a_second_repair_on_the_same_journal_folder_is_refused(tmp_path: Path) -> None:
-    # a running repair holds an flock on the journal folder's .lock (released by the kernel
-    # however it ends): another is one line, exit 2, before it reads a spec or the server
+    # a running repair holds an flock on the journal folder (released by the kernel however
+    # it ends): another is one line, exit 2, before it reads a spec or the server
     import fcntl
     import os
 
     root = write_tree(tmp_path, {"specs/shop.yaml": SPEC})
     (root / ".rulegen-repair").mkdir()
-    fd = os.open(root / ".rulegen-repair/.lock", os.O_CREAT | os.O_RDWR)
+    fd = os.open(root / ".rulegen-repair", os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         found = run_rulegen("repair", "--prometheus", "http://127.0.0.1:1", cwd=root)

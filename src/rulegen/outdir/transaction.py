@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import json
 import os
 import shutil
@@ -35,6 +34,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rulegen.core.locks import exclusive
 from rulegen.errors import UsageError
 from rulegen.outdir.manifest import MANIFEST, header_sources, read_manifest, safe_relative
 from rulegen.outdir.plan import STAGING_MARK, Plan
@@ -64,17 +64,9 @@ def locked(folder: Path, shown: str) -> Iterator[list[str]]:
     target = _real(folder)
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(parent, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(
-                f"--out {shown}: another rulegen build is writing it; try again when it is done"
-            ) from None
+    busy = f"--out {shown}: another rulegen build is writing it; try again when it is done"
+    with exclusive(parent, UsageError(busy)):
         yield recover(target, shown)
-    finally:
-        os.close(fd)
 
 
 def leftovers(folder: Path) -> list[Path]:

@@ -19,7 +19,6 @@ the hash of the rules), ``rule-NNN.samples`` (one JSON line per series chunk) wi
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import math
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from rulegen.core.locks import exclusive
 from rulegen.errors import UsageError
 from rulegen.repair.compute import Labels, Samples
 from rulegen.repair.model import Hole, RawGap, Repair, SLOGroup
@@ -45,34 +45,24 @@ _MAX_LINE = 64 * 1024 * 1024
 _Broken = Callable[[Path, str], UsageError]  # ``Journal._broken``: a damaged file's error
 
 
-LOCK = ".lock"
-"""The file a running repair holds an exclusive ``flock`` on, in the journal folder."""
-
-
 @contextlib.contextmanager
 def locked(root: Path) -> Iterator[None]:
     """One repair at a time per journal folder: two would delete and write the same series
-    and each other's journal. An exclusive ``flock`` on ``root/.lock``, which the kernel
+    and each other's journal. An exclusive ``flock`` on the folder itself, which the kernel
     releases when the process ends however it ends, so a killed run leaves no stale lock."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
     except OSError as exc:
         raise UsageError(
-            f"{root}: cannot open the repair's journal folder: {exc.strerror or exc}; "
+            f"{root}: cannot make the repair's journal folder: {exc.strerror or exc}; "
             "nothing written"
         ) from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(
-                f"{root}: another rulegen repair is running with this journal folder; run "
-                "this one when it has ended; nothing written"
-            ) from None
+    busy = (
+        f"{root}: another rulegen repair is running with this journal folder; run this one "
+        "when it has ended; nothing written"
+    )
+    with exclusive(root, UsageError(busy)):
         yield
-    finally:
-        os.close(fd)
 
 
 def rules_hash(group: SLOGroup) -> str:
