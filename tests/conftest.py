@@ -70,6 +70,11 @@ def _process_name(args: object) -> str:
     return Path(words[0]).name if words else "?"
 
 
+# matplotlib runs fc-list once per machine, in whichever test first draws text, to build its
+# font cache (~/.cache/matplotlib): a fresh CI machine's first plot test is not a slow test
+_NOT_A_TEST_PROCESS = frozenset({"fc-list"})
+
+
 def _watch_starts() -> None:
     """Note every process start and every listening socket.
 
@@ -83,7 +88,9 @@ def _watch_starts() -> None:
     listen = socket.socket.listen
 
     def watched_execute_child(self: object, args: object, *rest: object) -> object:
-        _STARTED.append(_process_name(args))
+        name = _process_name(args)
+        if name not in _NOT_A_TEST_PROCESS:
+            _STARTED.append(name)
         return execute_child(self, args, *rest)
 
     def watched_fork() -> int:

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("service: the whole spec resolved", ("pipeline.service", "testruns")),
     ("consumers of resolved specs", ("routing", "dashboard")),
     ("render: output formats", ("render",)),
+    ("a target's SLO tests made of rendered parts", ("pipeline.vmalert_slo",)),
     ("target outputs made of rendered parts", ("pipeline.victoriametrics",)),
     ("validate: external tools", ("validate",)),
     ("load", ("load", "pipeline.rendercache")),

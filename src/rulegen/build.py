@@ -36,6 +36,7 @@ from rulegen.output import FileSet, dump_json, dump_yaml
 from rulegen.pipeline import victoriametrics as vm_target
 from rulegen.pipeline.rendercache import CachedRender, RenderCache
 from rulegen.pipeline.service import ResolvedSpec
+from rulegen.pipeline.vmalert_slo import vmalert_slo
 from rulegen.progress import Progress, Silent
 from rulegen.render import TARGETS
 from rulegen.render.grafana import dashboard_json, provisioning
@@ -427,7 +428,7 @@ def _assemble(
             history_step(slo),
             history,
             slo.group_by,
-            _increase_group(slo),
+            _increase_group(slo, tuple(sorted(spec.targets.victoriametrics.labels))),
         )  # fmt: skip
         for slo, group, cases, history in slos
     )
@@ -441,13 +442,16 @@ def _assemble(
     )  # fmt: skip
 
 
-def _increase_group(slo: ResolvedSLO) -> RuleGroup | None:
-    """The SLO's group with ``increase()`` base windows, for MetricsQL (``SLOOutput``): none
-    for the 2.x form (it is that already) or a native histogram SLI (refused for
-    VictoriaMetrics, ``_native_readers``)."""
-    if not slo.left_open or (isinstance(slo.sli, LatencySLI) and slo.sli.native):
+def _increase_group(slo: ResolvedSLO, stored_labels: tuple[str, ...]) -> RuleGroup | None:
+    """The SLO's group for MetricsQL (``SLOOutput``): ``increase()`` base windows, and the
+    fallbacks' sums keeping the labels vmalert adds to every stored series
+    (``stored_labels``); none where that is ``group`` already (the 2.x form, no labels) or for
+    a native histogram SLI (refused for VictoriaMetrics, ``_native_readers``)."""
+    if isinstance(slo.sli, LatencySLI) and slo.sli.native:
         return None
-    return slo_group(replace(slo, left_open=False))
+    if not slo.left_open and not stored_labels:
+        return None
+    return slo_group(vmalert_slo(slo, stored_labels))
 
 
 def _refuse_group_clashes(spec: ResolvedSpec, groups: Sequence[RuleGroup]) -> None:
@@ -577,7 +581,9 @@ def _target_files(
             vm_groups = _replay_safe(vm_groups, spec.slos)
         data = vmalert_rule_file(vm_groups, vm.concurrency, vm.labels, vm.max_query_len)
         files[vm_target.rules_name(service.service)] = dump_yaml(data, source)
-        files.update(vm_target.vmalert_test_files(spec, service, vm_groups, source))
+        tests, notes = vm_target.vmalert_test_files(spec, service, vm_groups, data, source)
+        files.update(tests)
+        reports.extend(notes)
         # left above the limit: the rules too long even with no recording inlined (written
         # fully inlined, so that raising both limits to their size makes them exact)
         reports.extend(
@@ -670,7 +676,7 @@ def validate(
     summary = [promtool.version_line(identity), _check_rules(folder, result, rules, cache)]
     # vmalert-tool's tests run beside promtool's (each is one process on one file)
     with ThreadPoolExecutor(max_workers=1) as beside:
-        vm_tests = beside.submit(run_vmalert_tests, folder, result.files)
+        vm_tests = beside.submit(run_vmalert_tests, folder, result.files, jobs or 2)
         if tests:
             summary.extend(_validate_tests(folder, result, tests, jobs, cache, steps, junit))
             if test_cache and not cache:

@@ -269,8 +269,8 @@ class SLOOutput:
     history_step_seconds: Decimal = Decimal(0)
     history_tests: tuple[TestCase, ...] = ()
     group_by: tuple[str, ...] = ()
-    # the group with ``increase()`` base windows, for MetricsQL (whose ``increase()`` does
-    # not extrapolate): set when ``group`` has the Prometheus 3 base form
+    # the group for MetricsQL: ``increase()`` base windows (MetricsQL's does not
+    # extrapolate), fallbacks keeping vmalert's group labels; set where ``group`` differs
     increase_group: RuleGroup | None = None
 
 

@@ -91,6 +91,10 @@ def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.M
         "mimir/inference.yaml",
         "thanos/deepseek-v4.rules.yml",
         "victoriametrics/deepseek-v4.rules.yml",
+        "victoriametrics/tests/deepseek-v4.slo.availability.history.test.yml",
+        "victoriametrics/tests/deepseek-v4.slo.availability.test.yml",
+        "victoriametrics/tests/deepseek-v4.slo.ttft.history.test.yml",
+        "victoriametrics/tests/deepseek-v4.slo.ttft.test.yml",
         "victoriametrics/tests/deepseek-v4.test.yml",
     ]
     assert files == on_disk, "example targets differ; run make update-golden and review"

@@ -52,7 +52,7 @@ INLINE_NOTE = (
 REDUCED_NOTE = (
     "# vmalert: {reads} left as stored series to stay within max_query_len={limit}: "
     "reads {late} late"
-)
+)  # (late_rules finds these rules by the words of LATE_MARK)
 
 # A string literal (kept as is), or a selector: a metric name and optional matchers.
 _STRING = r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`'
@@ -96,6 +96,20 @@ def vmalert_rule_file(
         entry["rules"] = inline_group(rules, max_query_len, labels or {})
         out.append(entry)
     return {"groups": out}
+
+
+LATE_MARK = "left as stored series to stay within max_query_len"
+
+
+def late_rules(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(group, rule) of every rule of a vmalert file that reads a recording of its group
+    stored, so evaluations late (``max_query_len`` cut its inlining: the note on the rule)."""
+    return [
+        (str(group["name"]), rule)
+        for group in data["groups"]
+        for rule in group["rules"]
+        if LATE_MARK in str(rule["expr"])
+    ]
 
 
 def _with_group_labels(

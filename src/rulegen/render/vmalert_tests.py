@@ -6,6 +6,11 @@ that change every expectation. ``promql_expr_test`` is called ``metricsql_expr_t
 ``ALERTS`` series with ``alertgroup``; and the group ``labels`` of the target
 (``targets.victoriametrics.labels``) overwrite the rules' own labels on every alert. The
 expected times and values come from the feature testgens run with MetricsQL semantics.
+
+The SLO tests check recordings (``recorded``): vmalert stores each with the group labels, and
+VictoriaMetrics stores its value as a decimal of about 12 digits, so an expected sample gets
+both (``rulegen.core.vmdecimal``), but an aggregate without labels (``count(…)``: ``{}``)
+keeps none.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from rulegen import units
 from rulegen.core.promql import parse_matchers, quote
+from rulegen.core.vmdecimal import stored
 from rulegen.generated import AlertCheck, ExprCheck, TestCase
 
 ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
@@ -28,19 +34,23 @@ def vmalert_tests_file(
     cases: Sequence[TestCase],
     group_of: Mapping[str, str],
     group_labels: Mapping[str, str],
+    recorded: bool = False,
 ) -> dict[str, Any]:
     """The data of one vmalert-tool test file; ``rule_file`` relative to the test file,
     ``group_of`` each alert's rule group (its ``groupname``), ``group_labels`` the labels
-    vmalert adds to every rule of every group (the cases' expected alerts have them)."""
+    vmalert adds to every rule of every group (the cases' expected alerts have them);
+    ``recorded``: the expression checks read recordings vmalert stored."""
     labels = dict(sorted(group_labels.items()))
     return {
         "rule_files": [rule_file],
         "evaluation_interval": units.format_duration(evaluation_interval),
-        "tests": [_case(case, group_of, labels) for case in cases],
+        "tests": [_case(case, group_of, labels, recorded) for case in cases],
     }
 
 
-def _case(case: TestCase, group_of: Mapping[str, str], labels: Mapping[str, str]) -> dict[str, Any]:
+def _case(
+    case: TestCase, group_of: Mapping[str, str], labels: Mapping[str, str], recorded: bool
+) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": case.name,
         "interval": units.format_duration(case.interval_seconds),
@@ -49,7 +59,7 @@ def _case(case: TestCase, group_of: Mapping[str, str], labels: Mapping[str, str]
     }
     if case.expr_checks:
         data["metricsql_expr_test"] = [
-            _expr_check(check, group_of, labels) for check in case.expr_checks
+            _expr_check(check, group_of, labels, recorded) for check in case.expr_checks
         ]
     return data
 
@@ -75,25 +85,36 @@ def _alert_check(
 
 
 def _expr_check(
-    check: ExprCheck, group_of: Mapping[str, str], labels: Mapping[str, str]
+    check: ExprCheck, group_of: Mapping[str, str], labels: Mapping[str, str], recorded: bool
 ) -> dict[str, Any]:
     return {
         "expr": check.expr,
         "eval_time": check.eval_time,
         "exp_samples": [
-            {"labels": _sample_labels(sample, group_of, labels), "value": float(value)}
+            {
+                "labels": _sample_labels(sample, group_of, labels, recorded),
+                "value": stored(float(value)) if recorded else float(value),
+            }
             for sample, value in check.samples
         ],
     }
 
 
-def _sample_labels(selector: str, group_of: Mapping[str, str], labels: Mapping[str, str]) -> str:
+def _sample_labels(
+    selector: str, group_of: Mapping[str, str], labels: Mapping[str, str], recorded: bool
+) -> str:
     """An expected ``ALERTS`` sample with the labels vmalert gives it (its group's name and
-    the group labels); any other sample as it is."""
+    the group labels); with ``recorded``, any other sample with labels gets the group labels;
+    any other sample as it is."""
     name, _, inner = selector.partition("{")
-    if name not in ALERT_SERIES:
+    if name not in ALERT_SERIES and not recorded:
         return selector
     own = {m.name: m.value for m in parse_matchers(inner.rstrip("}"))}
-    merged = {**own, **labels, GROUP_LABEL: group_of[own["alertname"]]}
+    if name in ALERT_SERIES:
+        merged = {**own, **labels, GROUP_LABEL: group_of[own["alertname"]]}
+    elif recorded and own:
+        merged = {**own, **labels}
+    else:
+        return selector
     pairs = ", ".join(f"{k}={quote(v)}" for k, v in sorted(merged.items()))
     return f"{name}{{{pairs}}}"

@@ -6,9 +6,11 @@ its range (both ends included, Prometheus 2.x); the 3.x base form (``rulegen.slo
 needs one evaluation step whose both ends find a sample within the lookback (left-open in
 3.x: ``(t - 5m, t]``); and a recording that an evaluation no longer
 produces gets a stale marker, so a later read at an offset finds nothing there (the lookback
-bridges only evaluations that never happened, which promtool cannot skip). Modelled here step
-by step, so the test predicts what the rules record
-rather than restating them.
+bridges only evaluations that never happened, which promtool cannot skip). MetricsQL
+(VictoriaMetrics, ``metricsql``) has its own rules: ``increase()`` answers as soon as its
+window ``(k - base, k]`` holds one sample (a series' first counts from 0), and not for an
+empty one; its selectors look back ``(k - 5m, k]``. Modelled here step by step, so the test
+predicts what the rules record rather than restating them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def term_counts(
     evaluated: tuple[bool, ...] | None = None,
     left_open: bool = False,
     grain: int = 1,
+    metricsql: bool = False,
 ) -> dict[Decimal, Series]:
     """Every count recording of ``window``'s cascade at every instant ``step`` apart (one per
     raw sample), for raw samples present where ``scraped`` and rule evaluations where
@@ -43,11 +46,16 @@ def term_counts(
     base = chain[0]
     reach = int(base / step)
     counts: dict[Decimal, Series] = {}
-    present = _stepped(scraped, reach, step, grain) if left_open else _ranged(scraped, reach)
+    if metricsql:
+        present = _metricsql(scraped, reach)
+    elif left_open:
+        present = _stepped(scraped, reach, step, grain)
+    else:
+        present = _ranged(scraped, reach)
     counts[base] = [1 if ran[k] and present[k] else None for k in range(len(scraped))]
     for w in chain[1:]:
         counts[w] = [
-            _sum(counts, plan[w], k, step, ran, left_open) if ran[k] else None
+            _sum(counts, plan[w], k, step, ran, left_open or metricsql) if ran[k] else None
             for k in range(len(scraped))
         ]
     return counts
@@ -56,6 +64,14 @@ def term_counts(
 def _ranged(scraped: tuple[bool, ...], reach: int) -> list[bool]:
     """``increase(x[base])`` (2.x, both ends included): two samples in ``[k - reach, k]``."""
     return [sum(scraped[max(0, k - reach) : k + 1]) >= 2 for k in range(len(scraped))]
+
+
+def _metricsql(scraped: tuple[bool, ...], reach: int) -> list[bool]:
+    """MetricsQL's ``increase(x[base])`` (``rollupDelta``): a value whenever ``(k - reach, k]``
+    holds a sample (a series' first counts from 0); none for an empty window, even with a
+    sample just before it (``rollupConfig.doInternal`` takes the sample before the window
+    only when one follows it, and an instant query reads nothing after ``k``)."""
+    return [any(scraped[max(0, k - reach + 1) : k + 1]) for k in range(len(scraped))]
 
 
 def _stepped(scraped: tuple[bool, ...], reach: int, step: Decimal, grain: int) -> list[bool]:

@@ -118,6 +118,13 @@ class ResolvedSLO:
     # Range selectors are left-open (Prometheus 3): the base recordings take the 3.x shape
     # (rulegen.slo.rules, docs/slos.md#prometheus-3)
     left_open: bool = False
+    # Labels the ruler adds to every series the group stores (vmalert's group ``labels``,
+    # ``targets.victoriametrics.labels``): a fallback's sum keeps them, so that ``or`` matches
+    # it with the stored term it stands in for (rulegen.slo.rules._fallback)
+    stored_labels: tuple[str, ...] = ()
+    # The rules run on VictoriaMetrics (vmalert): the generated tests model MetricsQL's
+    # ``increase()`` and its 12-digit storage (rulegen.slo.coverage, render.vmalert_tests)
+    metricsql: bool = False
 
     @property
     def budget(self) -> Decimal:

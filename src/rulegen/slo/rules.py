@@ -271,7 +271,10 @@ def _fallback(
         f"      {_tagged(_read(slo, metric, t), i)}" for i, t in enumerate(finer[1:], start=1)
     )
     body = "\n      or\n".join(lines)
-    inner = f"    sum by ({', '.join(keep)}) (\n{body}\n    )"
+    # the stored term this chunk stands in for carries the ruler's own labels (vmalert's group
+    # labels): kept here too, or ``or`` would not match the two and count the chunk twice
+    kept = (*keep, *(name for name in slo.stored_labels if name not in keep))
+    inner = f"    sum by ({', '.join(kept)}) (\n{body}\n    )"
     return f'  label_replace(\n{inner},\n    "slo_term", "{index}", "", ""\n  )'
 
 

@@ -378,7 +378,7 @@ def _scrape_gap(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
     traffic = Traffic.of(e, [Phase(steps, _scale(slo, e), 0)], grain_of(slo, e))
     scraped = tuple(k not in gap for k in range(steps + 1))
     counts = term_counts(plan, slo.window, scraped, e, left_open=slo.left_open,
-                         grain=grain_of(slo, e))  # fmt: skip
+                         grain=grain_of(slo, e), metricsql=slo.metricsql)  # fmt: skip
     window = counts[checked]
     short_at = min(range(gap.start, steps + 1), key=lambda k: (window[k] or 0, k))
     terms = int(slo.window / base)
