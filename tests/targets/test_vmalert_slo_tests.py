@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, example_spec, write_tree
+from support.vmtool import NEEDS_VMALERT_TOOL, VMALERT_TOOL
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -28,12 +29,6 @@ from rulegen.render.vmalert_tests import vmalert_tests_file
 from rulegen.slo.coverage import term_counts
 from rulegen.slo.windows import Term
 from rulegen.validate.targets import run_vmalert_tests
-from rulegen.validate.tools import find_tool
-
-try:
-    VMALERT_TOOL: str | None = find_tool("vmalert-tool", "")
-except Exception:  # noqa: BLE001 - not on this stack
-    VMALERT_TOOL = None
 
 SPEC = """\
 version: 1
@@ -243,9 +238,8 @@ def test_the_checks_of_late_rules_are_left_out_and_the_build_says_so(in_tmp: Pat
     assert "(max_query_len=16384), one evaluation late; their checks are left out" in note
 
 
+@NEEDS_VMALERT_TOOL
 def test_rules_longer_than_vmalert_tool_evaluates_leave_the_files_unrun(tmp_path: Path) -> None:
-    if VMALERT_TOOL is None:
-        pytest.skip("vmalert-tool (VictoriaMetrics 1.95+) missing")
     long = {"groups": [{"name": "g", "rules": [{"record": "r", "expr": "x + " * 5000 + "x"}]}]}
     files = {
         "victoriametrics/shop.rules.yml": yaml.safe_dump(long),
@@ -258,7 +252,7 @@ def test_rules_longer_than_vmalert_tool_evaluates_leave_the_files_unrun(tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(VMALERT_TOOL is None, reason="vmalert-tool (VictoriaMetrics 1.95+) missing")
+@NEEDS_VMALERT_TOOL
 def test_the_example_slo_files_pass_vmalert_tool(tmp_path: Path) -> None:
     """The example's SLO files for vmalert (their late rules' checks left out): the 30-day
     ratio SLO's two files (its history holds the 1d terms and their fallbacks) and the

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, write_tree
+from support.vmtool import NEEDS_VMALERT_TOOL
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -22,14 +23,9 @@ from rulegen.load import discover
 from rulegen.render.victoriametrics import inline_group
 from rulegen.validate import vmalert
 from rulegen.validate.targets import run_vmalert_tests
-from rulegen.validate.tools import find_tool
 
 GOLDEN = REPO / "tests" / "golden" / "example-targets" / "expected" / "victoriametrics"
-try:
-    HAS_TOOL = bool(find_tool("vmalert-tool", ""))
-except Exception:  # noqa: BLE001 - not on this stack
-    HAS_TOOL = False
-NEEDS_TOOL = pytest.mark.skipif(not HAS_TOOL, reason="vmalert-tool (VictoriaMetrics 1.95+)")
+
 
 SPEC = """\
 version: 1
@@ -167,7 +163,7 @@ def test_without_vmalert_tool_the_tests_are_written_and_not_run(
 
 
 @pytest.mark.slow
-@NEEDS_TOOL
+@NEEDS_VMALERT_TOOL
 def test_a_build_runs_the_tests_and_reports_each_failed_check(in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": SPEC})
     result = build(discover([in_tmp / "specs"]), load_catalog(), targets=("victoriametrics",))

@@ -20,21 +20,16 @@ import pytest
 import yaml
 from conftest import REPO, example_spec
 from support.alert_mutants import DIRECTIONS, NAMES, longer_for, moved_threshold
+from support.vmtool import NEEDS_VMALERT_TOOL, VMALERT_TOOL
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
 from rulegen.load import SpecInputs
 from rulegen.units import format_duration, literal, parse_duration
-from rulegen.validate.tools import find_tool
-
-try:
-    VMALERT_TOOL: str | None = find_tool("vmalert-tool", "")
-except Exception:  # noqa: BLE001 - any lookup failure means: not on this stack
-    VMALERT_TOOL = None
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(VMALERT_TOOL is None, reason="vmalert-tool (VictoriaMetrics 1.95+) missing"),
+    NEEDS_VMALERT_TOOL,
 ]
 
 EXAMPLE = example_spec()

@@ -37,20 +37,15 @@ import pytest
 import yaml
 from conftest import REPO, for_stack
 from support import promtool_cases
+from support.vmtool import NEEDS_VMALERT_TOOL, VMALERT_TOOL
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
 from rulegen.load import SpecInputs
-from rulegen.validate.tools import find_tool
-
-try:
-    VMALERT_TOOL: str | None = find_tool("vmalert-tool", "")
-except Exception:  # noqa: BLE001 - any lookup failure means: not on this stack
-    VMALERT_TOOL = None
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(VMALERT_TOOL is None, reason="vmalert-tool (VictoriaMetrics 1.95+) missing"),
+    NEEDS_VMALERT_TOOL,
 ]
 
 SPEC = """
