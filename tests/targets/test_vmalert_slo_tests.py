@@ -253,50 +253,33 @@ def test_rules_longer_than_vmalert_tool_evaluates_leave_the_files_unrun(tmp_path
 
 @pytest.mark.slow
 @NEEDS_VMALERT_TOOL
-def test_the_example_slo_files_pass_vmalert_tool(tmp_path: Path) -> None:
-    """The example's SLO files for vmalert (their late rules' checks left out): the 30-day
-    ratio SLO's two files (its history holds the 1d terms and their fallbacks) and the
-    latency SLO's (``group_by``) file of the group's interval, each run against its SLO's
-    group alone to halve vmalert-tool's time (the ``build`` runs them against the whole
-    file; the TTFT history file, the same cascade as availability's on a 28-day window, is
-    left to it and to the golden file: 70 s of CPU)."""
+def test_the_example_slo_history_file_passes_vmalert_tool(tmp_path: Path) -> None:
+    """The example's 30-day ratio SLO's history file for vmalert (its late rules' checks left
+    out), whose slow burn needs the 1d terms and their fallbacks (where the double count of
+    2026-12-05 showed), run against its SLO's group alone (the same text, cut out of the rule
+    file: a third of the time against the whole file, which ``rulegen build`` runs). The
+    example's other SLO files are pinned by the golden files and passed ``rulegen build
+    --target victoriametrics`` (docs/victoriametrics.md#slo-tests); each costs a minute or
+    two of vmalert-tool, so they are not run again here."""
     spec = example_spec()
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     catalog = load_catalog([REPO / "signals"])
     result = build(SpecInputs((tmp_path / "spec.yaml",), ()), catalog, targets=("victoriametrics",))
+    name = "victoriametrics/tests/deepseek-v4.slo.availability.history.test.yml"
     rules = yaml.safe_load(result.files["victoriametrics/deepseek-v4.rules.yml"])
-    names = sorted(
-        n for n in result.files if n.startswith("victoriametrics/tests/") and ".slo." in n
-    )
-    assert len(names) == 4
-    names.remove("victoriametrics/tests/deepseek-v4.slo.ttft.history.test.yml")
+    own = [g for g in rules["groups"] if g["name"] == "deepseek-v4-slo-availability"]
     (tmp_path / "victoriametrics/tests").mkdir(parents=True)
-    procs = []
-    for name in names:
-        slo = name.split(".slo.")[1].split(".")[0]
-        group = [g for g in rules["groups"] if g["name"] == f"deepseek-v4-slo-{slo}"]
-        own = f"victoriametrics/{slo}.rules.yml"
-        (tmp_path / own).write_text(yaml.safe_dump({"groups": group}, sort_keys=False))
-        text = result.files[name].replace("- ../deepseek-v4.rules.yml\n", f"- ../{slo}.rules.yml\n")
-        (tmp_path / name).write_text(text)
-        assert VMALERT_TOOL is not None
-        procs.append(
-            subprocess.Popen(
-                [VMALERT_TOOL, "unittest", f"--files={name}"],
-                cwd=tmp_path,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )  # fmt: skip
-        )
-        if len(procs) == 2:
-            _finish(procs)
-    _finish(procs)
-
-
-def _finish(procs: list[subprocess.Popen[str]]) -> None:
-    while procs:
-        proc = procs.pop(0)
-        out, _ = proc.communicate(timeout=900)
-        assert proc.returncode == 0, out[-3000:]
-        assert "FAILED" not in out.split(), out[-3000:]
+    (tmp_path / "victoriametrics/own.rules.yml").write_text(yaml.safe_dump({"groups": own}))
+    text = result.files[name]
+    (tmp_path / name).write_text(
+        text.replace("- ../deepseek-v4.rules.yml\n", "- ../own.rules.yml\n")
+    )
+    assert VMALERT_TOOL is not None
+    proc = subprocess.run(
+        [VMALERT_TOOL, "unittest", f"--files={name}"],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=900,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "SUCCESS" in out.split(), out[-3000:]
+    assert "slow burn opens a ticket" in text

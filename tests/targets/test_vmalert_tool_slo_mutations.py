@@ -14,7 +14,8 @@ Then the SLO's test files, cut into one file per case (``support/promtool_cases.
 in vmalert-tool cheapest case first until one fails. Each case loads only its SLO's group
 (the same text, cut out of the rule file): vmalert-tool evaluates every group it loads at
 every step, and the other SLO's group would double the cost without touching this SLO's
-series. The unmutated files run whole, against the whole rule file.
+series. The unmutated files run whole, against their SLO's group too (``rulegen build``
+runs them against the whole file: ``test_vmalert_slo_tests.py`` and the docs' figures).
 
 Not mutated: the budget-left and SLO-window ratio recordings, which ``max_query_len`` (16384)
 makes read their window sums stored, one evaluation late; the generated files leave their
@@ -329,6 +330,12 @@ def runs(
         return Run(name if failed else "", text)
 
     files = sorted(str(p.relative_to(built)) for p in (built / "victoriametrics/tests").glob("*"))
+    for slo in SLOS:  # the unmutated files too run against their SLO's group alone
+        own = f"- ../{Path(_own_group_only(built, slo)).name}\n"
+        for name in files:
+            if f".slo.{slo}." in name:
+                path = built / name
+                path.write_text(path.read_text().replace("- ../shop.rules.yml\n", own))
     with ThreadPoolExecutor(max_workers=2) as pool:
         whole_runs = {f"original {name}": pool.submit(whole, name) for name in files}
         mutant_runs = {m.broken: pool.submit(mutant, m) for m in MUTATIONS}
