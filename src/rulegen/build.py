@@ -50,6 +50,7 @@ from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
 from rulegen.slo.model import LatencySLI, ResolvedSLO
+from rulegen.slo.rules import group_name as slo_group_name
 from rulegen.slo.rules import replay_safe_group, slo_group
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
@@ -553,7 +554,7 @@ def _replay_safe(
     groups: tuple[RuleGroup, ...], slos: Sequence[ResolvedSLO]
 ) -> tuple[RuleGroup, ...]:
     """The SLO groups with replay-safe alert descriptions (``slo.rules.replay_safe_group``)."""
-    by_name = {f"{slo.service}-slo-{slo.name}": slo for slo in slos}
+    by_name = {slo_group_name(slo): slo for slo in slos}
     return tuple(replay_safe_group(by_name[g.name], g) if g.name in by_name else g for g in groups)
 
 

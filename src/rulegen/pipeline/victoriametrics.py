@@ -5,6 +5,7 @@ the vmalert rule file.
 Why separate tests and not the promtool ones: MetricsQL's ``rate()`` does not extrapolate, so
 an alert on a rate fires evaluations earlier than on Prometheus and a diagnosis' ratios read
 other values; the promtool files would fail on vmalert, or prove nothing about it.
+
 Each SLO gets test files of its own: ``pipeline.vmalert_slo``.
 """
 

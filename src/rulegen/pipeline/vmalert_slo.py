@@ -35,6 +35,7 @@ from rulegen.pipeline.service import ResolvedSpec
 from rulegen.render.victoriametrics import late_rules
 from rulegen.render.vmalert_tests import vmalert_tests_file
 from rulegen.slo.model import ResolvedSLO
+from rulegen.slo.rules import group_name
 from rulegen.slo.series import SLOTestError
 from rulegen.slo.testgen import history_step, slo_tests
 
@@ -137,7 +138,7 @@ def slo_test_files(
         except SLOTestError as exc:
             message = f"no vmalert-tool test can be built: {exc}"
             raise SpecError([slo.origin.diagnostic(message, codes.SPEC_TEST)]) from None
-        group = f"{slo.service}-slo-{slo.name}"
+        group = group_name(slo)
         own = late.get(group, Late(frozenset(), frozenset()))
         # SLOs may share an alert name (ErrorBudgetBurn): this SLO's checks are of its group
         groups = {**group_of, slo.alert_name: group}

@@ -96,7 +96,12 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
     )
     rules.extend(_alert(slo, alert) for alert in slo.alerts)
     rules.append(_incomplete_alert(slo))
-    return RuleGroup(f"{slo.service}-slo-{slo.name}", slo.evaluation, tuple(rules))
+    return RuleGroup(group_name(slo), slo.evaluation, tuple(rules))
+
+
+def group_name(slo: ResolvedSLO) -> str:
+    """The name of the SLO's rule group (``<service>-slo-<name>``)."""
+    return f"{slo.service}-slo-{slo.name}"
 
 
 def _sum(slo: ResolvedSLO, inner: str) -> str:
