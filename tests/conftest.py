@@ -307,6 +307,15 @@ def cli(capsys: pytest.CaptureFixture[str]) -> object:
     return call
 
 
+def no_tools(root: Path) -> Path:
+    """A PATH folder with no tool in it (under ``root``): ``run_rulegen`` starts
+    ``sys.executable -m rulegen``, and the folder of a system python3 (``/usr/bin`` on Debian)
+    holds promtool and amtool too."""
+    folder = root / "no-tools"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def run_rulegen(*argv: str, cwd: Path, env: Mapping[str, str] | None = None) -> CliResult:
     """Run the installed console script as a real process (for exit codes and tracebacks)."""
     proc = subprocess.run(

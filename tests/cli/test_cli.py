@@ -14,6 +14,7 @@ from conftest import (
     CliResult,
     ExampleBuild,
     copy_specs,
+    no_tools,
     run_rulegen,
     write_tree,
 )
@@ -150,7 +151,7 @@ def test_promtool_rejection_is_mapped_to_the_spec_line(in_tmp: Path, cli: Cli) -
 @pytest.mark.slow
 def test_missing_promtool_exits_3_with_install_hint(tmp_path: Path) -> None:
     _copy_example(tmp_path)
-    venv_bin = Path(shutil.which("python3") or "python3").parent
+    venv_bin = no_tools(tmp_path)
     result = run_rulegen("build", cwd=tmp_path, env={"PATH": str(venv_bin), "RULEGEN_PROMTOOL": ""})
     assert result.code == 3, result.err
     assert result.err.strip() == (
@@ -163,7 +164,7 @@ def test_missing_promtool_exits_3_with_install_hint(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_no_validate_builds_without_promtool(tmp_path: Path) -> None:
     _copy_example(tmp_path)
-    venv_bin = Path(shutil.which("python3") or "python3").parent
+    venv_bin = no_tools(tmp_path)
     result = run_rulegen(
         "build", "--no-validate", "--out", "out", cwd=tmp_path, env={"PATH": str(venv_bin)}
     )

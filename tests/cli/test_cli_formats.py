@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SMOOTHING_REFUSED, CliResult, run_rulegen, write_tree
+from conftest import REPO, SMOOTHING_REFUSED, CliResult, no_tools, run_rulegen, write_tree
 
 Cli = Callable[..., CliResult]
 
@@ -190,7 +190,7 @@ def test_a_failed_promtool_test_is_mapped_to_its_alert(cli: Cli, in_tmp: Path) -
 @pytest.mark.slow
 def test_a_missing_promtool_is_json_with_exit_3(tmp_path: Path) -> None:
     _copy_example(tmp_path)
-    venv_bin = Path(shutil.which("python3") or "python3").parent
+    venv_bin = no_tools(tmp_path)
     env = {"PATH": str(venv_bin), "RULEGEN_PROMTOOL": ""}
     result = run_rulegen("build", "--format", "json", cwd=tmp_path, env=env)
     assert result.code == 3, result.err
