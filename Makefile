@@ -51,7 +51,7 @@ define run_shards
 	exit $$status
 endef
 
-.PHONY: help install tools build check test test-current test-bookworm test-faults test-fast lint fmt typecheck update-golden check-rules schema ci
+.PHONY: help install tools build check test test-current test-bookworm test-faults test-long test-fast lint fmt typecheck update-golden check-rules schema ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -78,10 +78,10 @@ check: install ## fail when the committed rules/ is stale
 test: test-current test-bookworm ## the whole suite on the 3.5 LTS stack, then the tool tests on bookworm's 2.42
 
 test-current: install tools ## the whole test suite on the 3.5 LTS stack, JOBS=2 processes at once
-	$(call run_shards,$(JOBS),-m "not faults",$(CURRENT))
+	$(call run_shards,$(JOBS),-m "not faults and not long",$(CURRENT))
 
 test-bookworm: install ## the timing, mutation and real-server tests on the system's tools (Debian bookworm: Prometheus 2.42)
-	$(call run_shards,$(JOBS),-m "slow and not faults" $(BOOKWORM_TESTS),$(BOOKWORM))
+	$(call run_shards,$(JOBS),-m "slow and not faults and not long" $(BOOKWORM_TESTS),$(BOOKWORM))
 
 # The repair broken at every step on a real Prometheus (tests/slo/test_repair_faults_prometheus.py,
 # about 3 minutes a stack): apart from `make test` to keep that under its 15 minutes; CI runs both.
@@ -90,6 +90,14 @@ FAULT_TESTS := tests/slo/test_repair_faults_prometheus.py
 test-faults: install tools ## rulegen repair killed, answered 500 and cut off at every step, on both stacks
 	$(CURRENT) $(BIN)/pytest -q -m faults $(FAULT_TESTS)
 	$(BOOKWORM) $(BIN)/pytest -q -m faults $(FAULT_TESTS)
+
+# The SLO files' mutation suite on vmalert-tool (tests/targets/test_vmalert_tool_slo_mutations.py,
+# about 3 minutes of two vmalert-tool processes): apart from `make test` for its 15 minutes; CI
+# runs it. vmalert-tool ships from VictoriaMetrics 1.95, so only the 3.5 LTS stack has it.
+LONG_TESTS := tests/targets/test_vmalert_tool_slo_mutations.py
+
+test-long: install tools ## the SLO vmalert-tool mutation suite (minutes of CPU), on the 3.5 LTS stack
+	$(CURRENT) $(BIN)/pytest -q -m long $(LONG_TESTS)
 
 test-fast: install ## the tests not marked slow (no promtool, no servers), FAST_JOBS=2 at once
 	$(call run_shards,$(FAST_JOBS),-m "not slow")

@@ -77,7 +77,6 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/slo/test_utf8_names.py": (0, 40),
     "tests/alerts/test_named_group_fields.py": (0, 4),
     "tests/targets/test_vmalert_tool_catches_mutations.py": (0, 60),
-    "tests/targets/test_vmalert_tool_slo_mutations.py": (0, 210),
     "tests/targets/test_vmalert_slo_tests.py": (4.5, 60),
     "tests/test_architecture.py": (1.6, 0),
     "tests/test_docs.py": (2.6, 0),
@@ -104,7 +103,6 @@ BOOKWORM_COSTS: dict[str, tuple[float, float]] = {
     "tests/targets/test_victoriametrics_e2e.py": (0, 71),
     "tests/targets/test_victoriametrics_replay_safe.py": (0, 51),
     "tests/targets/test_vmalert_tool_catches_mutations.py": (0, 0.5),
-    "tests/targets/test_vmalert_tool_slo_mutations.py": (0, 0.5),
     "tests/targets/test_vmalert_slo_tests.py": (4.5, 0.5),
 }
 

@@ -46,6 +46,7 @@ from rulegen.load import SpecInputs
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.long,  # `make test-long` (CI), not `make test`: minutes of vmalert-tool CPU
     NEEDS_VMALERT_TOOL,
 ]
 
