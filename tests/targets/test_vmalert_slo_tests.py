@@ -9,7 +9,6 @@ files run in vmalert-tool in ``test_the_example_slo_files_pass_vmalert_tool`` be
 
 from __future__ import annotations
 
-import subprocess
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, example_spec, write_tree
-from support.vmtool import NEEDS_VMALERT_TOOL, VMALERT_TOOL
+from support.vmtool import NEEDS_VMALERT_TOOL, run_unittest
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -274,11 +273,7 @@ def test_the_example_slo_history_file_passes_vmalert_tool(tmp_path: Path) -> Non
     (tmp_path / name).write_text(
         text.replace("- ../deepseek-v4.rules.yml\n", "- ../own.rules.yml\n")
     )
-    assert VMALERT_TOOL is not None
-    proc = subprocess.run(
-        [VMALERT_TOOL, "unittest", f"--files={name}"],
-        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=900,
-    )  # fmt: skip
+    proc = run_unittest(tmp_path, name)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "SUCCESS" in out.split(), out[-3000:]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 import yaml
 from conftest import REPO, example_spec
 from support.alert_mutants import DIRECTIONS, NAMES, longer_for, moved_threshold
-from support.vmtool import NEEDS_VMALERT_TOOL, VMALERT_TOOL
+from support.vmtool import NEEDS_VMALERT_TOOL, run_unittest
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -69,11 +68,7 @@ def _failing(folder: Path, rules_text: str, tmp_path: Path) -> set[str]:
     out = tmp_path / "out"
     shutil.copytree(folder, out)
     (out / RULES).write_text(rules_text)
-    assert VMALERT_TOOL is not None
-    proc = subprocess.run(
-        [VMALERT_TOOL, "unittest", f"--files={TESTS}"],
-        cwd=out, capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+    proc = run_unittest(out, TESTS, timeout=300)
     text = proc.stdout + proc.stderr
     assert "failed to parse" not in text, text
     found = re.findall(r'alertname: ([A-Za-z]+)|ALERTS\{alertname=\\?"([A-Za-z]+)', text)

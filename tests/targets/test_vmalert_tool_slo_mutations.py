@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import subprocess
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ import pytest
 import yaml
 from conftest import REPO, for_stack
 from support import promtool_cases
-from support.vmtool import NEEDS_VMALERT_TOOL, VMALERT_TOOL
+from support.vmtool import NEEDS_VMALERT_TOOL, VMALERT_TOOL, run_unittest
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -272,14 +271,6 @@ class Run:
     output: str
 
 
-def _vmalert_tool(root: Path, name: str) -> subprocess.CompletedProcess[str]:
-    assert VMALERT_TOOL is not None
-    return subprocess.run(
-        [VMALERT_TOOL, "unittest", f"--files={name}"],
-        cwd=root, capture_output=True, text=True, check=False, timeout=900,
-    )  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def spec() -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load(for_stack(SPEC))
@@ -325,7 +316,7 @@ def runs(
         return Run(outcome.failed, outcome.output)
 
     def whole(name: str) -> Run:
-        proc = _vmalert_tool(built, name)
+        proc = run_unittest(built, name)
         text = proc.stdout + proc.stderr
         failed = proc.returncode != 0 or "FAILED" in text.split()
         return Run(name if failed else "", text)
