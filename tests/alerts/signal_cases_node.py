@@ -1,0 +1,8 @@
+"""Hand-written promtool cases of the node family's newer signals (run by
+``test_signals_promtool.py``; the series use the labels the exporter really emits)."""
+
+from __future__ import annotations
+
+from support.exporters import Case
+
+NODE_CASES: dict[str, Case] = {}
