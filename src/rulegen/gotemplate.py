@@ -13,6 +13,10 @@ import re
 from collections.abc import Mapping
 
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+_WITH_LABEL = re.compile(
+    r"\{\{\s*with \$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}(.*?)\{\{\s*end\s*\}\}", re.DOTALL
+)
+_DOT = re.compile(r"\{\{\s*\.\s*\}\}")
 # The one loop rulegen writes: `` name=value`` for each label kept by ``eq``/``ne`` on its name
 # (Go ranges over a map in key order).
 _PAIRS = re.compile(
@@ -47,6 +51,15 @@ def expand(text: str, labels: Mapping[str, str], value: float) -> str:
         pairs = "".join(f" {k}={v}" for k, v in sorted(labels.items()) if (k in names) == keep)
         before, after = text[: loop.start()], text[loop.end() :]
         return expand(before, labels, value) + pairs + expand(after, labels, value)
+    optional = _WITH_LABEL.search(text)
+    if optional is not None:
+        # ``{{ with $labels.x }}…{{ . }}…{{ end }}``: the body, ``.`` being the label's value,
+        # only when the label is set (a label some releases of an exporter do not have)
+        found = labels.get(optional.group(1), "")
+        pieces = _DOT.split(optional.group(2))
+        body = found.join(expand(p, labels, value) for p in pieces) if found else ""
+        before, after = text[: optional.start()], text[optional.end() :]
+        return expand(before, labels, value) + body + expand(after, labels, value)
 
     def action(match: re.Match[str]) -> str:
         body = match.group(1).strip()

@@ -685,7 +685,7 @@ def test_online_checks(live: str, cli: Cli, in_tmp: Path) -> None:
         "specs/web.yaml:11:5: [scrape/interval] warning: NetworkInterfaceSaturated: job node "
         "is scraped every 30s, so the 1m window holds fewer than 4 scrapes; use at least 2m\n"
         "specs/web.yaml:11:5: [series/speed-missing] warning: NetworkInterfaceSaturated: 1 "
-        "physical NIC(s) have no usable node_network_speed_bytes (n1:9100/eth0) and the alert "
+        "physical NIC(s) have no usable node_network_speed_bytes (n1:9100/eth0) and it "
         "has no link_speed: it can never fire for them; set link_speed or exclude them in "
         "virtual_devices\n"
     )

@@ -21,6 +21,7 @@ from rulegen import gotemplate, units
 from rulegen.alerts.custom import ExampleContext, examples, group_name, verbatim_annotations
 from rulegen.alerts.model import ResolvedAlert
 from rulegen.catalog import Catalog, SignalDef
+from rulegen.catalog.vllm import VllmVersion, adapt, bucket_checks
 from rulegen.core import promql
 from rulegen.core.histograms import ALL_CLASSIC, CLASSIC, HistogramKind, Histograms, is_native
 from rulegen.generated import Comparison, Expression, Operator, Recorded, Threshold, Verbatim
@@ -64,8 +65,10 @@ def resolve_alerts(
     selectors: Mapping[str, tuple[promql.Matcher, ...]],
     catalog: Catalog,
     histograms: Histograms = ALL_CLASSIC,
+    vllm: VllmVersion | None = None,
 ) -> list[ResolvedAlert]:
-    """Every alert of a spec, each checked at its position (errors go to ``col``)."""
+    """Every alert of a spec, each checked at its position (errors go to ``col``); vLLM
+    signals read the metrics of the ``vllm`` release (``rulegen.catalog.vllm``)."""
     alerts: list[ResolvedAlert] = []
     names: dict[str, list[tuple[int, Any]]] = {}
     for index, alert in enumerate(spec.alerts or ()):
@@ -79,7 +82,7 @@ def resolve_alerts(
         resolved = (
             _custom(context, alert)
             if signal is None
-            else _catalog(context, alert, signal, selectors, histograms)
+            else _catalog(context, alert, signal, selectors, histograms, vllm)
         )
         if resolved is not None:
             alerts.append(resolved)
@@ -292,9 +295,16 @@ def _catalog(
     signal: SignalDef,
     selectors: Mapping[str, tuple[promql.Matcher, ...]],
     histograms: Histograms,
+    vllm: VllmVersion | None = None,
 ) -> ResolvedAlert | None:
     col, path = ctx.col, ctx.path
     before = len(col.diagnostics)
+    given = frozenset(k for k in signal.params if getattr(alert, k) is not None)
+    adapted = adapt(signal, vllm, given)
+    if isinstance(adapted, str):
+        col.error((*path, "signal"), adapted)
+        return None
+    signal = adapted
     threshold = _threshold(col, (*path, "threshold"), alert.threshold, signal)
     for_text = alert.for_ if alert.for_ is not None else signal.defaults.for_
     for_seconds = duration(col, (*path, "for"), for_text, most=MAX_FOR)
@@ -320,10 +330,11 @@ def _catalog(
     if kind is None:
         return None
     if "buckets" in params and kind != "native":
-        _check_buckets(col, path, params, threshold)
-    all_matchers = selectors.get(signal.family, ()) + matchers
+        _check_every_release(col, path, signal, params, threshold, vllm, given)
+    every = _every_family(selectors, matchers) if reads_every_family(signal) else ()
+    all_matchers = _own_family(selectors, signal, every) + matchers
     fixed = {"window": window, **params}
-    rendered = _render_expressions(ctx, signal, fixed, all_matchers, kind)
+    rendered = _render_expressions(ctx, signal, fixed, all_matchers, kind, every)
     if rendered is None:
         return None
     quantity, record = rendered
@@ -344,7 +355,7 @@ def _catalog(
     return ResolvedAlert(
         ctx.name, signal, alert.severity, threshold, for_seconds, window, window_seconds,
         params, all_matchers, quantity, record, condition, labels, annotations,
-        col.origin(path), histogram=kind,
+        col.origin(path), histogram=kind, family_selectors=every,
     )  # fmt: skip
 
 
@@ -379,6 +390,7 @@ def _render_expressions(
     fixed: Mapping[str, Any],
     matchers: tuple[promql.Matcher, ...],
     kind: HistogramKind,
+    every: tuple[tuple[promql.Matcher, ...], ...] = (),
 ) -> tuple[str, str | None] | None:
     """The signal's quantity and recording name, checked as PromQL before promtool sees them."""
     col, path = ctx.col, ctx.path
@@ -386,7 +398,9 @@ def _render_expressions(
         # ``host_by`` keeps a relabelled host label through a signal's aggregations, so its
         # alerts can be matched with a diagnosis on the same host.
         host_by = f", {ctx.spec.host_label}" if ctx.spec.host_label else ""
-        context = {**fixed, "sel": _sel(matchers), "host_by": host_by}
+        context = {
+            **fixed, "sel": _sel(matchers), "sel_each": _sel_each(every), "host_by": host_by,
+        }  # fmt: skip
         quantity = render_promql(_expr_of(signal, kind), context)
         record = render_promql(signal.record, fixed) if signal.record else None
     except TemplateFailure as exc:
@@ -413,7 +427,11 @@ def render_quantity(
     assert signal is not None
     fixed = {"window": alert.window, **alert.params}
     host_by = f", {host_label}" if host_label else ""
-    context = {**fixed, "sel": _sel(alert.selector_matchers + extra), "host_by": host_by}
+    every = tuple(family + extra for family in alert.family_selectors)
+    context = {
+        **fixed, "sel": _sel(alert.selector_matchers + extra), "sel_each": _sel_each(every),
+        "host_by": host_by,
+    }  # fmt: skip
     return render_promql(_expr_of(signal, alert.histogram), context)
 
 
@@ -440,6 +458,53 @@ def _sel(matchers: tuple[promql.Matcher, ...]) -> Any:
         return "{" + ", ".join(parts) + "}" if parts else ""
 
     return sel
+
+
+def reads_every_family(signal: SignalDef) -> bool:
+    """Whether the signal's template reads every family of the spec (``sel_each()``)."""
+    return any("sel_each" in text for text in (signal.expr, signal.native_expr or ""))
+
+
+def _own_family(
+    selectors: Mapping[str, tuple[promql.Matcher, ...]],
+    signal: SignalDef,
+    every: tuple[tuple[promql.Matcher, ...], ...],
+) -> tuple[promql.Matcher, ...]:
+    """The selector of the signal's family (what ``sel()`` and its generated test read); for
+    a signal reading every family, the first family's when the spec has none for its own, so
+    the test's series match one of the rendered selectors."""
+    own = selectors.get(signal.family)
+    if own is None and every:
+        own = selectors[sorted(selectors)[0]]
+    return own or ()
+
+
+def _every_family(
+    selectors: Mapping[str, tuple[promql.Matcher, ...]], matchers: tuple[promql.Matcher, ...]
+) -> tuple[tuple[promql.Matcher, ...], ...]:
+    """The matchers of every family of the spec's ``selectors:`` (by family name; two
+    families with the same matchers once), each with the alert's own ``matchers``."""
+    out: dict[tuple[str, ...], tuple[promql.Matcher, ...]] = {}
+    for family in sorted(selectors):
+        both = selectors[family] + matchers
+        out.setdefault(tuple(m.render() for m in both), both)
+    return tuple(out.values())
+
+
+def _sel_each(every: tuple[tuple[promql.Matcher, ...], ...]) -> Any:
+    """``sel_each(*fixed)``: one selector text per family of the spec's ``selectors:`` (a
+    signal that reads every exporter, such as ``up``); none is an error naming the field,
+    since reading every job Prometheus scrapes would page this service for all others."""
+
+    def sel_each(*fixed: str) -> list[str]:
+        if not every:
+            raise TemplateFailure(
+                "it reads every exporter family of the spec's selectors:, and the spec has "
+                "none; add selectors: (e.g. node: 'job=\"node\"', vllm: 'job=\"vllm\"')"
+            )
+        return [_sel(family)(*fixed) for family in every]
+
+    return sel_each
 
 
 def _threshold(col: Collector, path: PathKey, raw: object, signal: SignalDef) -> Decimal | None:
@@ -559,18 +624,44 @@ def _param_value(kind: str, value: Any) -> Any:
     return parser(value)
 
 
-def _check_buckets(
-    col: Collector, path: PathKey, params: Mapping[str, Any], threshold: Decimal
+def _check_every_release(
+    col: Collector,
+    path: PathKey,
+    signal: SignalDef,
+    params: Mapping[str, Any],
+    threshold: Decimal,
+    vllm: VllmVersion | None,
+    given: frozenset[str],
 ) -> None:
-    bounds: tuple[Decimal, ...] = params["buckets"]
+    """The threshold against the buckets of the declared vLLM release, or of every release
+    when none is declared (one error, at the first that fails); else the ``buckets`` param."""
+    releases = bucket_checks(signal.signal, vllm, given)
+    if vllm is None:  # every release may be scraped: say how to leave the old ones out
+        releases = [
+            (f"{w}; declare vllm: {{version: …}} if none is scraped", b) for w, b in releases
+        ]
+    for where, bounds in releases or [("", params["buckets"])]:
+        if not _check_buckets(col, path, bounds, threshold, where):
+            return
+
+
+def _check_buckets(
+    col: Collector, path: PathKey, bounds: tuple[Decimal, ...], threshold: Decimal, where: str
+) -> bool:
+    """Whether ``threshold`` lies inside the histogram's bucket bounds (``where``: the vLLM
+    releases they are from, when they depend on the release); an error at the threshold if not."""
+    of = f" ({where})" if where else ""
     if threshold >= bounds[-1]:
         col.error(
             (*path, "threshold"),
-            f"must be below the largest bucket bound {units.literal(bounds[-1])}s: "
+            f"must be below the largest bucket bound {units.literal(bounds[-1])}s{of}: "
             "histogram_quantile never returns more, so the alert could never fire",
         )
-    elif threshold < bounds[0]:
+        return False
+    if threshold < bounds[0]:
         col.error(
             (*path, "threshold"),
-            f"must be at least the smallest bucket bound {units.literal(bounds[0])}s",
+            f"must be at least the smallest bucket bound {units.literal(bounds[0])}s{of}",
         )
+        return False
+    return True

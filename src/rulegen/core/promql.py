@@ -311,6 +311,23 @@ def selectors(expr: str) -> list[tuple[str, str]]:
     return list(found)
 
 
+def alternatives(expr: str) -> list[str]:
+    """The operands of an expression's top-level ``or`` (``a or b or c`` → the texts of
+    ``a``, ``b``, ``c``; one item when there is none): a rule that reads a metric under each
+    of its names (an exporter that renamed it) has one operand per name."""
+    out: list[str] = []
+    stack: list[Any] = [promql_parser.parse(expr)]
+    while stack:
+        node = stack.pop()
+        while isinstance(node, promql_parser.ParenExpr):
+            node = node.expr
+        if isinstance(node, promql_parser.BinaryExpr) and str(node.op) == "or":
+            stack.extend([node.rhs, node.lhs])
+            continue
+        out.append(str(node))
+    return out
+
+
 def _children(node: Any) -> list[Any]:
     """The operand nodes of a parsed PromQL node, left to right (selectors have none)."""
     children: list[Any] = []

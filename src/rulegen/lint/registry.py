@@ -23,6 +23,7 @@ from rulegen.lint.checks import (
     series_speed_missing,
     slo_retention,
     slo_unreachable_tier,
+    vllm_version,
 )
 
 CHECKS: tuple[Check, ...] = (
@@ -40,6 +41,7 @@ CHECKS: tuple[Check, ...] = (
     selector_unscoped.CHECK,
     series_missing.CHECK,
     series_speed_missing.CHECK,
+    vllm_version.CHECK,
     scrape_interval.CHECK,
 )
 BY_ID = {check.id: check for check in CHECKS}

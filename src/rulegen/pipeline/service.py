@@ -20,6 +20,7 @@ from rulegen.alerts.custom import resolve_groups, resolve_recordings
 from rulegen.alerts.model import NamedGroup, ResolvedAlert, ResolvedRecording
 from rulegen.alerts.resolve import recipe_labels, resolve_alerts
 from rulegen.catalog import Catalog
+from rulegen.catalog.vllm import VllmVersion
 from rulegen.core import promql
 from rulegen.core.histograms import HistogramKind, Histograms, native_problem
 from rulegen.core.versions import DEFAULT, PrometheusVersion
@@ -61,6 +62,8 @@ class ResolvedSpec:
     prometheus: PrometheusVersion = DEFAULT
     # where it is declared (the spec's top when it is not): what a version mismatch names
     prometheus_origin: Origin | None = None
+    # the vLLM release the vLLM signals read (``vllm: {version: …}``; None: every release)
+    vllm: VllmVersion | None = None
 
 
 def resolve_spec(
@@ -75,6 +78,7 @@ def resolve_spec(
         col, ("scrape_interval",), spec.scrape_interval, positive=True, most=MAX_INTERVAL
     )
     version = prometheus_version(col, spec.prometheus.version)
+    vllm = vllm_version(col, spec.vllm.version) if spec.vllm is not None else None
     selectors = _selectors(col, spec.selectors, catalog, version or DEFAULT)
     _refuse_utf8_matchers(col, spec, version or DEFAULT)
     histograms = _histograms(col, spec.histograms, catalog, version)
@@ -93,7 +97,7 @@ def resolve_spec(
     # A bad interval is reported once; the entries are still checked, against the default,
     # so its error hides none of theirs.
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
-    alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog, histograms)
+    alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog, histograms, vllm)
     recordings = resolve_recordings(col, spec)
     groups = resolve_groups(col, spec, intervals[0], version or DEFAULT)
     slos = resolve_slos(
@@ -117,7 +121,7 @@ def resolve_spec(
     resolved = ResolvedSpec(
         spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
         spec.host_label, retention, spec.max_group_rules, spec.targets, tuple(recordings),
-        groups, version, col.origin(("prometheus", "version")),
+        groups, version, col.origin(("prometheus", "version")), vllm,
     )  # fmt: skip
     return resolved, []
 
@@ -132,6 +136,20 @@ def prometheus_version(col: Collector, value: Any) -> PrometheusVersion | None:
         return None
     try:
         return PrometheusVersion.parse(value)
+    except ValueError as exc:
+        col.error(where, str(exc))
+        return None
+
+
+def vllm_version(col: Collector, value: Any) -> VllmVersion | None:
+    """``vllm.version``: a quoted ``MAJOR.MINOR`` from 0.6 on (an unquoted 0.10 is 0.1)."""
+    where = ("vllm", "version")
+    if not isinstance(value, str):
+        col.error(where, f'must be a quoted string such as "0.11" (got {value!r}: YAML reads '
+                  "an unquoted 0.10 as 0.1)")  # fmt: skip
+        return None
+    try:
+        return VllmVersion.parse(value)
     except ValueError as exc:
         col.error(where, str(exc))
         return None

@@ -222,6 +222,15 @@ class PrometheusSettings(SpecBase):
     ] = "3.5"
 
 
+class VllmSettings(SpecBase):
+    """The vLLM release the spec's vLLM signals read: its metric names, labels and histogram
+    bucket bounds (docs/signals.md#vllm-versions). Without it, the rules read every name a
+    supported release exposes."""
+
+    # A string, as prometheus.version: YAML reads an unquoted 0.10 as the number 0.1.
+    version: Annotated[Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+\\.[0-9]+$"})]
+
+
 class TargetSettings(SpecBase):
     """Per-target settings; which targets are written is chosen with ``--target``."""
 
@@ -241,6 +250,7 @@ class SpecModel(SpecBase):
     evaluation_interval: Duration = "30s"
     scrape_interval: Duration = "15s"
     prometheus: PrometheusSettings = PrometheusSettings()
+    vllm: VllmSettings | None = None
     selectors: dict[str, str] = {}
     # classic, nhcb or native, by exporter family or histogram metric (docs/histograms.md)
     histograms: dict[str, HistogramKind] = {}

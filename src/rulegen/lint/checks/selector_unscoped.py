@@ -13,7 +13,8 @@ def run(scope: Scope) -> None:
     service's errors page this one. ``service:`` scopes nothing by itself; the spec's
     ``selectors:`` do, for catalog signals and for SLIs of a known family."""
     seen: set[tuple[str, str]] = set()
-    for name, path, selector in reads(scope.spec):
+    every = ((n, p, s) for n, p, operands in reads(scope.spec) for o in operands for s in o)
+    for name, path, selector in every:
         if "{" in selector or (name, selector) in seen:
             continue
         seen.add((name, selector))

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from rulegen.core import promql
 from rulegen.errors import FieldPath
-from rulegen.lint.check import Check, Scope
+from rulegen.lint.check import Check, Scope, Server
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.slo.model import LatencySLI
 
@@ -19,44 +19,59 @@ def selectors_of(expr: str) -> Iterator[str]:
         yield text
 
 
-def reads(spec: ResolvedSpec) -> Iterator[tuple[str, FieldPath, str]]:
-    """(alert name, spec path, raw selector) for everything the spec's rules read."""
+Read = tuple[str, FieldPath, tuple[tuple[str, ...], ...]]
+"""(alert name, spec path, the selectors of each alternative the rule reads): a rule reads
+its metrics under one name, or under each name of a renamed one (``new or old``)."""
+
+
+def reads(spec: ResolvedSpec) -> Iterator[Read]:
+    """What every alert, diagnosis and SLO of the spec reads."""
     for alert in spec.alerts:
-        for selector in selectors_of(alert.quantity):
-            yield alert.name, alert.origin.path, selector
+        operands = promql.alternatives(alert.quantity)
+        operands = operands if len(operands) > 1 else [alert.quantity]
+        yield alert.name, alert.origin.path, tuple(tuple(selectors_of(o)) for o in operands)
     for diagnosis in spec.diagnoses:
         for item in diagnosis.evidence:
             for selector in selectors_of(item.recording.expr):
-                yield diagnosis.name, diagnosis.origin.path, selector
+                yield diagnosis.name, diagnosis.origin.path, ((selector,),)
     for slo in spec.slos:
         path = slo.origin.path.child("sli")
         sli = slo.sli
         if isinstance(sli, LatencySLI):
             matchers = ", ".join(m.render() for m in sli.matchers)
             series = sli.metric if sli.native else f"{sli.metric}_bucket"
-            yield slo.alert_name, path, f"{series}{{{matchers}}}".replace("{}", "")
+            yield slo.alert_name, path, ((f"{series}{{{matchers}}}".replace("{}", ""),),)
         else:
             for counter in (sli.errors, sli.total):
-                yield slo.alert_name, path, counter.render()
+                yield slo.alert_name, path, ((counter.render(),),)
+
+
+def _missing(server: Server, selectors: tuple[str, ...]) -> list[str]:
+    now = server.now
+    for selector in selectors:
+        if selector not in server.seen:
+            found = server.api.series(selector, str(now - DAY), str(now))
+            server.seen[selector] = bool(found)
+    return [s for s in selectors if not server.seen[s]]
 
 
 def run(scope: Scope) -> None:
     """A series selector the rules read (an alert's metric, a diagnosis' evidence, an SLO's
     counters or histogram) that matches no series on the server over the last day: a typo,
     a metric renamed by an exporter upgrade, or a target that is not scraped. The rule is
-    valid PromQL and passes its tests, and never fires."""
-    server = scope.online
-    now = server.now
-    for name, path, selector in reads(scope.spec):
-        if selector not in server.seen:
-            found = server.api.series(selector, str(now - DAY), str(now))
-            server.seen[selector] = bool(found)
-        if not server.seen[selector]:
-            scope.report(
-                path,
-                f"{name}: no series matches {selector} in the last day: a typo, a metric "
-                "renamed by an exporter upgrade (vLLM renames often), or a target not scraped",
-            )
+    valid PromQL and passes its tests, and never fires. A rule that reads a renamed metric
+    under each of its names (``new or old``: a vLLM signal with no ``vllm: {version}``) is
+    reported only when no name has all its series."""
+    for name, path, operands in reads(scope.spec):
+        missing = [_missing(scope.online, selectors) for selectors in operands]
+        if all(missing):  # the newest name's missing series (older names are no hint)
+            for selector in missing[0]:
+                scope.report(
+                    path,
+                    f"{name}: no series matches {selector} in the last day: a typo, a metric "
+                    "renamed by an exporter upgrade (vLLM renames often), or a target not "
+                    "scraped",
+                )
 
 
 CHECK = Check(
