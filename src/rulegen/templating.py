@@ -50,6 +50,11 @@ def _metric_part(name: str) -> str:
     return base[: -len("_total")] if base.endswith("_total") else base
 
 
+def _duration(value: object) -> str:
+    """Seconds as a spec writes a duration: ``600`` → ``10m``."""
+    return units.format_duration(Decimal(str(value)))
+
+
 def quantile_name(value: object) -> str:
     """``0.99`` → ``p99``, ``0.999`` → ``p999``, ``0.5`` → ``p50``."""
     text = _literal(value)
@@ -64,6 +69,7 @@ def _environment(**delimiters: str) -> GuardedEnvironment:
     env.filters["literal"] = _literal
     env.filters["metric_part"] = _metric_part
     env.filters["pname"] = quantile_name
+    env.filters["duration"] = _duration
     env.filters["promql_string"] = promql.quote
     env.filters["regex_example"] = lambda pattern: promql.regex_example(pattern) or ""
     env.filters["matches"] = lambda value, pattern: promql.full_match(pattern, value)

@@ -704,13 +704,42 @@ SIGNAL_CASES: dict[str, Case] = {
                     exp_annotations: {summary: 20%, description: GpuUnderutilized}
         """,
     ),
-    "nvlink_utilization (signals/): TX+RX at 95 % of 600 GB/s fires per GPU after 10m; 80 % "
-    "and idle links stay silent": Case(
+    "nvlink_utilization (signals/): DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (a gauge in 1000 KiB/s) "
+    "at 96 % of 600 GB/s fires per GPU after 10m; 80 % and idle links stay silent": Case(
         alerts="""
             - signal: nvlink_utilization
               threshold: 90%
               for: 10m
               severity: info
+        """,
+        input_series=[
+            # 562500 x 1 024 000 B/s = 576 GB/s = 96 %; 468750 -> 480 GB/s = 80 %
+            series("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "562500+0x45", dcgm(1, 0)),
+            series("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "468750+0x45", dcgm(1, 1)),
+            series("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "0+0x45", dcgm(1, 2)),
+        ],
+        checks="""
+            alert_rule_test:
+              - {eval_time: 9m45s, alertname: NvlinkUtilizationHigh, exp_alerts: []}
+              - eval_time: 10m
+                alertname: NvlinkUtilizationHigh
+                exp_alerts:
+                  - exp_labels: {Hostname: gpu-node-1,
+                                 UUID: GPU-00010000-5b1e-4c2d-9a7f-000001000000,
+                                 device: nvidia0, gpu: "0", instance: "gpu-node-1:9400", job: dcgm,
+                                 modelName: NVIDIA A100-SXM4-80GB, pci_bus_id: "00000000:07:00.0",
+                                 service: sig, severity: info, team: inference}
+                    exp_annotations: {summary: 96%, description: NvlinkUtilizationHigh}
+        """,
+    ),
+    "nvlink_utilization (signals/) with profiling: TX+RX profiling gauges at 95 % of 600 GB/s "
+    "fire per GPU after 10m; 80 % and idle links stay silent": Case(
+        alerts="""
+            - signal: nvlink_utilization
+              threshold: 90%
+              for: 10m
+              severity: info
+              profiling: 1
         """,
         input_series=[
             series("DCGM_FI_PROF_NVLINK_TX_BYTES", "285000000000+0x45", dcgm(1, 0)),

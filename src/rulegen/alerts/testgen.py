@@ -9,7 +9,10 @@ rule's own expression, so a wrong expression fails its test.
 
 Timing model (checked against promtool): counters start at 0 at t=0 and grow at a constant
 slope; ``rate()`` over window w then reads slope * min(t, w) / w ("window" signals), ratios of
-such rates are exact from the second sample ("ratio" signals), gauges from the first.
+such rates are exact from the second sample ("ratio" signals), gauges from the first. A
+forecast ("ramp" signals, ``predict_linear(g[w], lead)``) of a gauge growing from 0 at slope
+q reads q * (t + lead) from the second sample: it never settles, so the slopes are chosen for
+the alert to fire exactly ``for`` after it crosses, reading the planned values then.
 
 MetricsQL (``vmalert=``, the tests ``vmalert-tool unittest`` runs): ``rate()`` does not
 extrapolate; with no sample before its window it divides the change from the window's first
@@ -138,7 +141,7 @@ def alert_test(
     signal = alert.signal
     assert signal is not None
     plan, timing = _plan_and_timing(alert, signal, evaluation, scrape, vmalert is not None)
-    scenarios = _with_host_label(_scenarios(alert, signal, plan), host_label)
+    scenarios = _with_host_label(_scenarios(alert, signal, plan, timing.per), host_label)
     steps = int((timing.check + 2 * evaluation) / scrape) + 1
     series = tuple(s for sc in scenarios for s in _series(alert, sc, plan, scrape, steps))
     fire = scenarios[0]
@@ -285,6 +288,8 @@ class _Timing:
     active: Decimal
     fire: Decimal
     check: Decimal
+    # "ramp": the planned values are read at ``check``; a scenario's slope q is its value / per
+    per: Decimal | None = None
 
 
 def _timing(
@@ -296,6 +301,8 @@ def _timing(
     metricsql: bool = False,
 ) -> _Timing:
     settle = signal.test.settle
+    if settle == "ramp":
+        return _ramp_timing(alert, signal, fire_value, evaluation, scrape)
     first = Decimal(0) if settle == "instant" else _grid(scrape, evaluation)
     window = alert.window_seconds
     ramps = settle == "window" and not metricsql
@@ -317,6 +324,42 @@ def _timing(
     return _Timing(t, fire, max(fire, settled))
 
 
+def _ramp_timing(
+    alert: ResolvedAlert,
+    signal: SignalDef,
+    fire_value: Decimal,
+    evaluation: Decimal,
+    scrape: Decimal,
+) -> _Timing:
+    """A forecast of a gauge growing from 0: with slope q it reads q * (t + lead) from the
+    second sample on. The check time C is the first on the evaluation grid at which the
+    firing scenario, reading ``fire_value`` at C (slope fire_value / (C + lead)), crossed
+    the threshold exactly ``for`` before C; the quiet one, reading the quiet value at C, was
+    below it all along. The rising value makes the check time the only one it reads."""
+    assert signal.test.lead is not None
+    lead = _number(evaluate(signal.test.lead, {**alert.params, "threshold": alert.threshold}))
+    if lead < 0:
+        raise SynthError(f"the forecast's lead {lead} is negative")
+    first = _grid(scrape, evaluation)
+    steps = (alert.for_seconds / evaluation).to_integral_value(ROUND_CEILING)
+    margin = MARGIN * abs(alert.threshold)
+    check = first + steps * evaluation
+    limit = check + 100 * (steps + 1) * evaluation
+    while check <= limit:
+        t = first
+        while True:
+            value = fire_value * (t + lead) / (check + lead)
+            if abs(value - alert.threshold) <= margin:
+                break  # lands on the threshold: try the next check time
+            if value > alert.threshold:
+                if t + steps * evaluation == check:
+                    return _Timing(t, check, check, check + lead)
+                break
+            t += evaluation
+        check += evaluation
+    raise _Collision
+
+
 def _grid(at_least: Decimal, evaluation: Decimal) -> Decimal:
     return (at_least / evaluation).to_integral_value(ROUND_CEILING) * evaluation
 
@@ -324,7 +367,11 @@ def _grid(at_least: Decimal, evaluation: Decimal) -> Decimal:
 # --- scenarios and series ----------------------------------------------------------------
 
 
-def _scenarios(alert: ResolvedAlert, signal: SignalDef, plan: Plan) -> list[_Scenario]:
+def _scenarios(
+    alert: ResolvedAlert, signal: SignalDef, plan: Plan, per: Decimal | None = None
+) -> list[_Scenario]:
+    """The firing, quiet and neutral scenarios; ``per``: a forecast's values are reached at
+    the check time by slopes value / per (``_ramp_timing``)."""
     test = signal.test
     context = _context(alert, plan)
     matchers = alert.selector_matchers
@@ -334,9 +381,12 @@ def _scenarios(alert: ResolvedAlert, signal: SignalDef, plan: Plan) -> list[_Sce
     quiet = _labels_for(base, matchers, vary, 2)
     assert fire is not None
     assert quiet is not None
+    fire_q, quiet_q = (
+        (plan.fire, plan.quiet) if per is None else (plan.fire / per, plan.quiet / per)
+    )
     out = [
-        _Scenario("fires", fire, plan.fire, test.series, test.histogram),
-        _Scenario("quiet", quiet, plan.quiet, test.series, test.histogram),
+        _Scenario("fires", fire, fire_q, test.series, test.histogram),
+        _Scenario("quiet", quiet, quiet_q, test.series, test.histogram),
     ]
     for neutral in test.neutral:
         if neutral.when and not _truthy(neutral.when, context):

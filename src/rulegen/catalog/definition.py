@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Unit = Literal["duration", "percent", "number", "bandwidth"]
 ParamType = Literal["metric", "regex", "number", "percent", "duration", "bandwidth", "buckets"]
-Settle = Literal["instant", "ratio", "window"]
+Settle = Literal["instant", "ratio", "window", "ramp"]
 
 
 class _Strict(BaseModel):
@@ -99,11 +99,19 @@ class TestDef(_Strict):
     series: list[SeriesDef] = []
     histogram: HistogramDef | None = None
     neutral: list[ScenarioDef] = []
+    # settle "ramp" (a forecast): how many seconds ahead the quantity looks (an expression
+    # over the params, e.g. ``horizon``); ``q`` is then the quantity's growth per second, and
+    # on the recipe's series it reads q * (t + lead) at time t.
+    lead: str | None = None
 
     @model_validator(mode="after")
     def _recipe(self) -> TestDef:
         if bool(self.series) == (self.histogram is not None):
             raise ValueError("a test needs either series or histogram, not both")
+        if (self.settle == "ramp") != (self.lead is not None):
+            raise ValueError("settle: ramp needs a lead, and only it has one")
+        if self.settle == "ramp" and self.histogram is not None:
+            raise ValueError("settle: ramp reads series, not a histogram")
         if self.vary not in self.labels or "{n}" not in self.labels[self.vary]:
             raise ValueError("labels[vary] must exist and contain {n}")
         return self
@@ -143,8 +151,10 @@ class SignalDef(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> SignalDef:
-        if self.test.settle == "window" and self.threshold.op == "<":
-            raise ValueError("a window-settling signal cannot use '<' (its ramp-up would fire)")
+        if self.test.settle in ("window", "ramp") and self.threshold.op == "<":
+            raise ValueError(
+                f"a {self.test.settle}-settling signal cannot use '<' (its ramp-up would fire)"
+            )
         if self.test.histogram is not None and "buckets" not in self.params:
             raise ValueError("a histogram test needs a 'buckets' param")
         if self.test.histogram is not None and "quantile" not in self.params:

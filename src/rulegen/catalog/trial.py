@@ -35,7 +35,7 @@ def trial(signal: SignalDef, positions: Positions) -> list[Diagnostic]:
 def _renders(signal: SignalDef) -> Iterator[tuple[PathKey, Callable[[], object]]]:
     params: dict[str, Any] = {name: p.default for name, p in signal.params.items()}
     fixed = {"window": signal.defaults.window or "5m", **params}
-    promql = {**fixed, "sel": lambda *_: "{}", "host_by": ""}
+    promql = {**fixed, "sel": lambda *_: "{}", "sel_each": lambda *_: ["{}"], "host_by": ""}
     text = {
         **fixed, "value": "{{ $value }}", "threshold": "1", "for": signal.defaults.for_,
         "quantile_name": "p99",

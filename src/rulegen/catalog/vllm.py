@@ -57,7 +57,8 @@ class VllmVersion:
 # The oldest release whose metrics rulegen knows.
 OLDEST = VllmVersion(0, 6)
 # The V1 engine, the default from 0.8 (``VLLM_USE_V1``), labels every metric with ``engine``
-# (the engine index); V0 has ``model_name`` only.
+# (the engine index) from 0.8.3; V0 has ``model_name`` only. Only the generated tests' series
+# follow this (the rules never match on ``engine``, texts print it only when it is there).
 ENGINE_LABEL_SINCE = VllmVersion(0, 8)
 
 
@@ -88,49 +89,61 @@ def _bounds(*values: str) -> tuple[Decimal, ...]:
     return tuple(Decimal(v) for v in values)
 
 
-# Histogram bucket bounds (``le``) as each release defines them.
-TTFT_V0 = _bounds(
+# Histogram bucket bounds (``le``) as each release defines them (docs/vllm-versions.md).
+TTFT_16 = _bounds(
     "0.001", "0.005", "0.01", "0.02", "0.04", "0.06", "0.08", "0.1", "0.25", "0.5", "0.75",
     "1.0", "2.5", "5.0", "7.5", "10.0",
 )  # fmt: skip
-TTFT = (*TTFT_V0, *_bounds("20.0", "40.0", "80.0", "160.0", "640.0", "2560.0"))
-REQUEST_V0 = _bounds("1.0", "2.5", "5.0", "10.0", "15.0", "20.0", "30.0", "40.0", "50.0", "60.0")
-REQUEST = _bounds(
+TTFT_22 = (*TTFT_16, *_bounds("20.0", "40.0", "80.0", "160.0", "640.0", "2560.0"))
+E2E_10 = _bounds("1.0", "2.5", "5.0", "10.0", "15.0", "20.0", "30.0", "40.0", "50.0", "60.0")
+LATENCY_15 = _bounds(
     "0.3", "0.5", "0.8", "1.0", "1.5", "2.0", "2.5", "5.0", "10.0", "15.0", "20.0", "30.0",
-    "40.0", "50.0", "60.0", "120.0", "240.0", "480.0", "960.0", "1920.0", "7680.0",
+    "40.0", "50.0", "60.0",
 )  # fmt: skip
-TPOT_V0 = _bounds(
+LATENCY_21 = (*LATENCY_15, *_bounds("120.0", "240.0", "480.0", "960.0", "1920.0", "7680.0"))
+TPOT_13 = _bounds(
     "0.01", "0.025", "0.05", "0.075", "0.1", "0.15", "0.2", "0.3", "0.4", "0.5", "0.75",
     "1.0", "2.5",
 )  # fmt: skip
-TPOT = (*TPOT_V0, *_bounds("5.0", "7.5", "10.0", "20.0", "40.0", "80.0"))
+TPOT_19 = (*TPOT_13, *_bounds("5.0", "7.5", "10.0", "20.0", "40.0", "80.0"))
 
-_KV_V0 = {"metric": "vllm:gpu_cache_usage_perc"}
-_KV = {"metric": "vllm:kv_cache_usage_perc"}
+# A version is a release line: an era holds what EVERY patch release of its lines exposes
+# (0.9.2 added kv_cache_usage_perc beside the old name, so the 0.9 line reads the old one; the
+# bounds added in 0.8.4 count from 0.9). Read in each release's sdist: docs/vllm-versions.md.
+_KV_OLD = {"metric": "vllm:gpu_cache_usage_perc"}
+_KV_NEW = {"metric": "vllm:kv_cache_usage_perc"}
+_QUEUE_SINCE_064 = "vllm:request_queue_time_seconds exists from 0.6.4 on (not in 0.6.0-0.6.3)"
+_ITL_OLD = "vllm:time_per_output_token_seconds"
 
 # By signal: its eras, oldest first. A vLLM signal not listed reads the same names in every
 # release from OLDEST on.
 ERAS: Mapping[str, tuple[Era, ...]] = {
-    "kv_cache_usage": (Era(OLDEST, _KV_V0), Era(_v("0.9"), _KV)),
-    "kv_cache_forecast": (Era(OLDEST, _KV_V0), Era(_v("0.9"), _KV)),
+    "kv_cache_usage": (Era(OLDEST, _KV_OLD), Era(_v("0.10"), _KV_NEW)),
+    "kv_cache_forecast": (Era(OLDEST, _KV_OLD), Era(_v("0.10"), _KV_NEW)),
     "prefix_cache_hit_rate": (
         Era(
             OLDEST,
-            missing="the V0 engine exports only a hit-rate gauge "
-            "(vllm:gpu_prefix_cache_hit_rate), no hit and query counters",
+            missing="the V0 engine, the default before 0.8, exports only a hit-rate "
+            "gauge (vllm:gpu_prefix_cache_hit_rate), no hit and query counters",
         ),  # fmt: skip
         Era(_v("0.8"), {"metric": "vllm:gpu_prefix_cache"}),
-        Era(_v("0.9"), {"metric": "vllm:prefix_cache"}),
+        Era(_v("0.10"), {"metric": "vllm:prefix_cache"}),
     ),
-    "ttft_latency": (Era(OLDEST, {"buckets": TTFT_V0}), Era(_v("0.8"), {"buckets": TTFT})),
+    "ttft_latency": (Era(OLDEST, {"buckets": TTFT_16}), Era(_v("0.9"), {"buckets": TTFT_22})),
     "e2e_latency": (
-        Era(OLDEST, {"buckets": REQUEST_V0}),
-        Era(_v("0.8"), {"buckets": REQUEST}),
-    ),  # fmt: skip
+        Era(OLDEST, {"buckets": E2E_10}),
+        Era(_v("0.7"), {"buckets": LATENCY_15}),
+        Era(_v("0.9"), {"buckets": LATENCY_21}),
+    ),
+    "vllm_queue_time": (
+        Era(OLDEST, missing=_QUEUE_SINCE_064),
+        Era(_v("0.7"), {"buckets": LATENCY_15}),
+        Era(_v("0.9"), {"buckets": LATENCY_21}),
+    ),
     "itl_latency": (
-        Era(OLDEST, {"metric": "vllm:time_per_output_token_seconds", "buckets": TPOT_V0}),
-        Era(_v("0.8"), {"metric": "vllm:time_per_output_token_seconds", "buckets": TPOT}),
-        Era(_v("0.11"), {"metric": "vllm:inter_token_latency_seconds", "buckets": TPOT}),
+        Era(OLDEST, {"metric": _ITL_OLD, "buckets": TPOT_13}),
+        Era(_v("0.9"), {"metric": _ITL_OLD, "buckets": TPOT_19}),
+        Era(_v("0.11"), {"metric": "vllm:inter_token_latency_seconds", "buckets": TPOT_19}),
     ),
 }
 
