@@ -92,8 +92,10 @@ def test_example_targets_match_golden(update_golden: bool, monkeypatch: pytest.M
         "thanos/deepseek-v4.rules.yml",
         "victoriametrics/deepseek-v4.rules.yml",
         "victoriametrics/tests/deepseek-v4.slo.availability.history.test.yml",
+        "victoriametrics/tests/deepseek-v4.slo.availability.rules.yml",
         "victoriametrics/tests/deepseek-v4.slo.availability.test.yml",
         "victoriametrics/tests/deepseek-v4.slo.ttft.history.test.yml",
+        "victoriametrics/tests/deepseek-v4.slo.ttft.rules.yml",
         "victoriametrics/tests/deepseek-v4.slo.ttft.test.yml",
         "victoriametrics/tests/deepseek-v4.test.yml",
     ]

@@ -19,7 +19,7 @@ from rulegen.diagnosis.testgen import diagnosis_tests
 from rulegen.generated import AlertRule, RuleGroup, ServiceOutput
 from rulegen.output import dump_yaml
 from rulegen.pipeline.service import ResolvedSpec
-from rulegen.pipeline.vmalert_slo import TESTS_FOLDER, late_by_group, slo_test_files
+from rulegen.pipeline.vmalert_slo import TESTS_FOLDER, slo_test_files
 from rulegen.render.vmalert_tests import vmalert_tests_file
 from rulegen.testruns import shared_runs
 
@@ -59,7 +59,7 @@ def vmalert_test_files(
         for rule in group.rules
         if isinstance(rule, AlertRule)
     }
-    files, notes = slo_test_files(spec, group_of, late_by_group(data), source)
+    files, notes = slo_test_files(spec, group_of, data, source)
     delayed = {g.name for g in spec.groups if g.query_offset}
     alerts = tuple(a for a in spec.alerts if a.group not in delayed)
     if not alerts and not spec.diagnoses:

@@ -123,12 +123,24 @@ def _names(expr: str) -> list[str]:
 
 
 def slo_test_files(
-    spec: ResolvedSpec, group_of: Mapping[str, str], late: Mapping[str, Late], source: str
+    spec: ResolvedSpec,
+    group_of: Mapping[str, str],
+    data: Mapping[str, Any],
+    source: str,
 ) -> tuple[dict[str, str], list[str]]:
     """Each SLO's vmalert-tool test files, and a note per SLO whose late rules' checks were
-    left out."""
+    left out; ``data`` is the service's vmalert file as written.
+
+    The files of an SLO load its group alone, copied byte for byte from the service's file
+    into ``<stem>.rules.yml`` beside them: vmalert-tool evaluates every group of its rule
+    files at the group's own interval over the whole test, and the history scenarios span
+    weeks, so with the service's file the threshold alerts' 15s groups alone cost minutes of
+    CPU per SLO. The SLO's group reads only raw series and its own recordings, so alone it
+    computes what it computes in the service's file.
+    """
+    late = late_by_group(data)
+    rule_groups: Sequence[Mapping[str, Any]] = data["groups"]
     labels = spec.targets.victoriametrics.labels
-    rules = f"../{spec.service}.rules.yml"
     files: dict[str, str] = {}
     notes: list[str] = []
     for slo in spec.slos:
@@ -143,14 +155,17 @@ def slo_test_files(
         # SLOs may share an alert name (ErrorBudgetBurn): this SLO's checks are of its group
         groups = {**group_of, slo.alert_name: group}
         stem = slo_tests_stem(spec.service, slo.name)
+        own_groups = [g for g in rule_groups if g["name"] == group]
+        files[f"{stem}.rules.yml"] = dump_yaml({"groups": own_groups}, source)
+        rules = f"{stem.rsplit('/', 1)[1]}.rules.yml"
         for name, interval, chosen in (
             (f"{stem}.test.yml", model.evaluation, cases),
             (f"{stem}.history.test.yml", history_step(model), history),
         ):
             kept = _without(chosen, own)
             if kept:
-                data = vmalert_tests_file(rules, interval, kept, groups, labels, recorded=True)
-                files[name] = dump_yaml(data, source)
+                tests = vmalert_tests_file(rules, interval, kept, groups, labels, recorded=True)
+                files[name] = dump_yaml(tests, source)
         if own:
             notes.append(_note(slo, own, spec.targets.victoriametrics.max_query_len))
     return files, notes

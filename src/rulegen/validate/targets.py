@@ -64,7 +64,7 @@ def check_targets(files: Mapping[str, str]) -> list[str]:
 def _check_victoriametrics(files: Mapping[str, str]) -> list[str]:
     """``vmalert -dryRun`` on the vmalert files (``ToolNotFoundError`` when vmalert is not
     installed: a file nothing checked must not pass for a valid one)."""
-    names = sorted(n for n in files if n.startswith("victoriametrics/") and not _is_vm_test(n))
+    names = sorted(n for n in files if _is_vm_rules(n))
     if not names:
         return []
     with tempfile.TemporaryDirectory(prefix="rulegen-vmalert-") as tmp:
@@ -84,8 +84,16 @@ def _check_victoriametrics(files: Mapping[str, str]) -> list[str]:
 VM_TESTS = "victoriametrics/tests/"
 
 
+def _is_vm_rules(name: str) -> bool:
+    """A vmalert rule file of the target (the tests folder's copies of SLO groups are not
+    checked twice)."""
+    return name.startswith("victoriametrics/") and not name.startswith(VM_TESTS)
+
+
 def _is_vm_test(name: str) -> bool:
-    return name.startswith(VM_TESTS)
+    """A vmalert-tool test file (the tests folder also holds each SLO's group, which its
+    tests load: ``pipeline.vmalert_slo``)."""
+    return name.startswith(VM_TESTS) and name.endswith(".test.yml")
 
 
 def run_vmalert_tests(folder: Path, files: Mapping[str, str], jobs: int = 2) -> list[str]:
@@ -121,7 +129,7 @@ def _too_long_for_vmalert_tool(files: Mapping[str, str]) -> str:
     """Why vmalert-tool cannot run the files (empty: it can): its in-process VictoriaMetrics
     refuses a query longer than the default ``-search.maxQueryLen`` (16384 bytes), and it
     takes no flag to raise it (``flag provided but not defined``)."""
-    for name in sorted(n for n in files if n.startswith("victoriametrics/") and not _is_vm_test(n)):
+    for name in sorted(n for n in files if _is_vm_rules(n)):
         for group, rule, size in long_queries(yaml.safe_load(files[name]), DEFAULT_MAX_QUERY_LEN):
             return (
                 f"{name}: {group}/{rule} is {size} bytes, and vmalert-tool evaluates with "
