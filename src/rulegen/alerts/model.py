@@ -53,6 +53,9 @@ class ResolvedAlert:
     # How the histogram a catalog signal reads is stored (``histograms:``): its rules and
     # tests read ``_bucket`` series (classic) or one native histogram series.
     histogram: HistogramKind = CLASSIC
+    # A catalog signal that reads every exporter family (``sel_each()``, e.g. ``up``): the
+    # matchers of each family of the spec's ``selectors:``, with the alert's own matchers.
+    family_selectors: tuple[tuple[promql.Matcher, ...], ...] = ()
 
     @property
     def histogram_metric(self) -> str | None:
