@@ -487,13 +487,29 @@ def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str
         f'{{{{ with query (printf "%v * {seconds} / %v" $left $value) }}}}'
         "{{ . | first | value | humanizeDuration }}{{ end }} at this rate"
         "{{ else }} (exhausted){{ end }}.{{ end }}"
-    )
+    ) + _goodput_note(slo)
     out = [("summary", summary), ("description", description)]
     if slo.description:
         out.append(("slo_description", go_escape(slo.description)))
     if slo.runbook_url:
         out.append(("runbook_url", go_escape(slo.runbook_url.replace("{alert}", slo.alert_name))))
     return tuple(out)
+
+
+def _goodput_note(slo: ResolvedSLO) -> str:
+    """For a goodput SLI, what its ratio is: a lower bound of goodput (escaped text)."""
+    sli = slo.sli
+    if not isinstance(sli, GoodputSLI):
+        return ""
+    targets = ", ".join(
+        f"{one.metric} ≤ {units.format_latency(one.threshold)}" for one in sli.latencies
+    )
+    return go_escape(
+        f" The SLI is a lower bound of goodput (requests that met every target: {targets}): "
+        "the histograms are separate, so a request slow in several counts once in each, and "
+        "goodput is at least the total minus the slow requests of every histogram (rulegen "
+        "docs: slos.md, Goodput)."
+    )
 
 
 def replay_safe_group(slo: ResolvedSLO, group: RuleGroup) -> RuleGroup:
@@ -529,6 +545,7 @@ def _burn_text(slo: ResolvedSLO, alert: SLOAlert) -> str:
     return (
         'Burn rate {{ $value | printf "%.3g" }}× the sustainable rate (long window of the '
         + go_escape(f"first tier firing). Tiers of this alert: {tiers}. Error budget left: {left}.")
+        + _goodput_note(slo)
     )
 
 
