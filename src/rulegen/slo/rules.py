@@ -403,6 +403,34 @@ def tier_condition(slo: ResolvedSLO, tier: Tier, pick: Callable[[str], str] | No
     return "\nand\n".join(lines)
 
 
+def single_target_condition(slo: ResolvedSLO, one: LatencySLI, tiers: tuple[Tier, ...]) -> str:
+    """What the tiers of a latency SLO on ``one`` alone (one latency of a goodput SLI) would
+    compute, from the raw series: each window's counts as instant reads ``x - x offset W``
+    (exact on samples at every evaluation, on 2.x and 3.x alike), then PromQL's float
+    operations in the order the SLO's rules do them. For the goodput tests' comparison with
+    the worst single target (``rulegen.slo.testgen``)."""
+    good = _native_good(one) if one.native else _Counter(one.good.render())
+    count = _native_total(one) if one.native else _Counter(one.total.render())
+
+    def events(counter: _Counter, window: Decimal) -> str:
+        return _sum(slo, f"{counter.at(Decimal(0))} - {counter.at(window)}")
+
+    def burn(window: Decimal, factor: str) -> str:
+        total = events(count, window)
+        bad = f"({total} - {events(good, window)})"
+        return f"({bad} / {total}) / {units.literal(slo.budget)} > {factor}"
+
+    alternatives = []
+    for tier in tiers:
+        factor = format_fraction(tier.factor)
+        parts = [burn(tier.long, factor), burn(tier.short, factor)]
+        if slo.min_traffic is not None:
+            per_second = f"{events(count, tier.short)} / {units.literal(tier.short)}"
+            parts.append(f"{per_second} >= {units.literal(slo.min_traffic)}")
+        alternatives.append("(" + " and ".join(parts) + ")")
+    return " or ".join(alternatives)
+
+
 def own_recording(slo: ResolvedSLO, metric: str) -> Recorded:
     """This SLO's own recording (its service and slo labels), as ``own_selector`` writes it."""
     own = (promql.Matcher("service", "=", slo.service), promql.Matcher("slo", "=", slo.name))
