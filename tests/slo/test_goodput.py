@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, assert_rejected, for_stack, promtool_test, spec_errors
+from conftest import (
+    CliResult,
+    assert_rejected,
+    for_stack,
+    promtool_test,
+    spec_errors,
+    write_tree,
+)
 from test_slo_tests_catch_mutations import (
     Mutation,
     Run,
@@ -329,3 +336,33 @@ def test_one_models_burn_pages_that_model_only(built: Path, tmp_path: Path) -> N
 def test_the_spec_declares_the_stack_under_test() -> None:
     assert "prometheus" not in SPEC
     assert for_stack(SPEC).startswith(SPEC.rstrip("\n"))
+
+
+def test_lint_flags_the_threshold_of_the_goodput_latency_it_concerns(
+    in_tmp: Path, cli: Cli
+) -> None:
+    """``histogram/threshold`` reads every latency of a goodput SLI, at its own position."""
+    spec = """
+        version: 1
+        service: web
+        prometheus: {version: "3.5"}  # native histograms, whatever the stack under test
+        histograms: {vllm:e2e_request_latency_seconds: native}
+        selectors: {vllm: 'job="vllm"'}
+        runbook_url: https://runbooks.example.com/{alert}
+        slos:
+          - name: goodput
+            objective: 99%
+            sli:
+              goodput:
+                latencies:
+                  - {metric: vllm:time_to_first_token_seconds, threshold: 500ms}
+                  - {metric: vllm:e2e_request_latency_seconds, threshold: 10s}
+        """
+    write_tree(in_tmp, {"specs/web.yaml": spec})
+    result = cli("lint")
+    found = [line for line in result.out.splitlines() if "[histogram/threshold]" in line]
+    assert found == [
+        "specs/web.yaml:14:67: [histogram/threshold] warning: SLO goodput: 10s is no bucket "
+        "bound of an exponential histogram: the good events are interpolated inside the "
+        "bucket holding it (nearest exact: 8s or 16s)"
+    ], result.out + result.err
