@@ -49,7 +49,7 @@ from rulegen.render.victoriametrics import long_queries, vmalert_groups, vmalert
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
-from rulegen.slo.model import LatencySLI, ResolvedSLO
+from rulegen.slo.model import ResolvedSLO, histogram_reads
 from rulegen.slo.rules import group_name as slo_group_name
 from rulegen.slo.rules import replay_safe_group, slo_group
 from rulegen.slo.series import SLOTestError
@@ -323,11 +323,9 @@ def _native_readers(spec: ResolvedSpec) -> list[Diagnostic]:
         "reads a native histogram ({kind}), which --target victoriametrics cannot: VictoriaMetrics "
         "stores histograms as _bucket series (set histograms: classic for it)"
     )
-    out = [
-        slo.origin.diagnostic(why.format(kind=slo.sli.histogram))
-        for slo in spec.slos
-        if isinstance(slo.sli, LatencySLI) and slo.sli.native
-    ]
+    natives = [(slo, [h for h in histogram_reads(slo.sli) if h.native]) for slo in spec.slos]
+    out = [slo.origin.diagnostic(why.format(kind=read[0].histogram)) for slo, read in natives
+           if read]  # fmt: skip
     out += [a.origin.diagnostic(why.format(kind=a.histogram)) for a in spec.alerts
             if is_native(a.histogram)]  # fmt: skip
     return out
@@ -448,7 +446,7 @@ def _increase_group(slo: ResolvedSLO, stored_labels: tuple[str, ...]) -> RuleGro
     fallbacks' sums keeping the labels vmalert adds to every stored series
     (``stored_labels``); none where that is ``group`` already (the 2.x form, no labels) or for
     a native histogram SLI (refused for VictoriaMetrics, ``_native_readers``)."""
-    if isinstance(slo.sli, LatencySLI) and slo.sli.native:
+    if any(one.native for one in histogram_reads(slo.sli)):
         return None
     if not slo.left_open and not stored_labels:
         return None

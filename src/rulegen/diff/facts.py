@@ -32,7 +32,7 @@ from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.render.prometheus import condition_promql, quantity_promql
 from rulegen.routing.model import ResolvedRouting
-from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert
+from rulegen.slo.model import GoodputSLI, LatencySLI, ResolvedSLO, SLOAlert
 from rulegen.slo.rules import INCOMPLETE
 
 Kind = Literal["alert", "diagnosis", "slo"]
@@ -327,6 +327,14 @@ def _slo_fields(slo: ResolvedSLO, alert: SLOAlert) -> tuple[dict[str, str], dict
 
 def _sli_fields(slo: ResolvedSLO) -> Mapping[str, str]:
     sli = slo.sli
+    if isinstance(sli, GoodputSLI):
+        out = {}
+        for index, one in enumerate(sli.latencies):
+            out[f"sli.goodput.latencies[{index}].metric"] = one.metric
+            out[f"sli.goodput.latencies[{index}].threshold"] = units.format_latency(one.threshold)
+        if sli.matchers:
+            out["sli.goodput.matchers"] = ", ".join(m.render() for m in sli.matchers)
+        return out
     if isinstance(sli, LatencySLI):
         out = {
             "sli.latency.metric": sli.metric,

@@ -29,7 +29,7 @@ from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.resolve import resolve_diagnoses
 from rulegen.errors import Diagnostic
 from rulegen.host import RESERVED_HOST_LABELS
-from rulegen.slo.model import LatencySLI, ResolvedSLO
+from rulegen.slo.model import ResolvedSLO, histogram_reads
 from rulegen.slo.resolve import resolve_slos
 from rulegen.source.fields import Collector, duration
 from rulegen.source.fields import labels as label_set
@@ -329,7 +329,7 @@ def _histograms_used(
 ) -> None:
     """A metric entry no latency SLI, histogram alert or diagnosis reads is a typo (of a family or a
     metric name): it would change nothing, silently."""
-    read = {slo.sli.metric for slo in slos if isinstance(slo.sli, LatencySLI)}
+    read = {one.metric for slo in slos for one in histogram_reads(slo.sli)}
     read.update(a.histogram_metric for a in alerts if a.histogram_metric is not None)
     if any(e.quantity == "ttft" for d in diagnoses for e in d.evidence):
         read.add(TTFT_METRIC)

@@ -74,6 +74,50 @@ class LatencySLI:
 
 
 @dataclass(frozen=True)
+class GoodputSLI:
+    """Requests that meet every latency target are good: ``latencies`` (at least two) are
+    histograms of the same requests (TTFT, end-to-end, queue time), read with the same
+    matchers, each a ``LatencySLI`` of its own metric, threshold and histogram kind.
+
+    The joint count (requests fast in every histogram) is not observable from separate
+    histograms, so the SLI is its exact lower bound: the errors of a window are
+    ``min(total, Σᵢ badᵢ)``, ``badᵢ`` the events of histogram ``i`` slower than its threshold,
+    and the good events ``max(0, total − Σᵢ badᵢ) = Σᵢ goodᵢ − (n − 1)·total`` at least. The
+    total is the first latency's count (docs/slos.md#goodput).
+    """
+
+    latencies: tuple[LatencySLI, ...]
+
+    @property
+    def first(self) -> LatencySLI:
+        """The latency whose count is the SLI's total."""
+        return self.latencies[0]
+
+    @property
+    def matchers(self) -> tuple[promql.Matcher, ...]:
+        """The matchers every latency shares."""
+        return self.first.matchers
+
+    @property
+    def total(self) -> Selector:
+        """The total events (classic): the first latency's count."""
+        return self.first.total
+
+
+SLI = RatioSLI | LatencySLI | GoodputSLI
+
+
+def histogram_reads(sli: SLI) -> tuple[LatencySLI, ...]:
+    """The histograms an SLI reads, each with its threshold: a latency SLI's one, a goodput
+    SLI's every latency, none for a ratio."""
+    if isinstance(sli, GoodputSLI):
+        return sli.latencies
+    if isinstance(sli, LatencySLI):
+        return (sli,)
+    return ()
+
+
+@dataclass(frozen=True)
 class Tier:
     """One multi-window tier: ``budget_share`` of the error budget burnt within ``long``."""
 
@@ -105,7 +149,7 @@ class ResolvedSLO:
     objective: Decimal
     window: Decimal
     description: str | None
-    sli: RatioSLI | LatencySLI
+    sli: RatioSLI | LatencySLI | GoodputSLI
     group_by: tuple[str, ...]
     alert_name: str
     alerts: tuple[SLOAlert, ...]

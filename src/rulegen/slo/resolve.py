@@ -20,7 +20,9 @@ from rulegen.core.histograms import ALL_CLASSIC, HistogramKind, Histograms, nati
 from rulegen.core.versions import DEFAULT, PrometheusVersion
 from rulegen.slo.model import (
     PAGE,
+    SLI,
     TICKET,
+    GoodputSLI,
     LatencySLI,
     RatioSLI,
     ResolvedSLO,
@@ -42,6 +44,17 @@ MAX_SLO_WINDOW = Decimal(365 * 86400)
 MAX_MIN_TRAFFIC = Decimal(10) ** 6
 RESERVED_GROUP_BY = frozenset({"service", "slo", "severity", "alertname", "alertstate", "le"})
 OBJECTIVE_HINT = "must be a percentage like 99.9% or a ratio like 0.999"
+SLI_KINDS = ("ratio", "latency", "goodput")
+# Histograms observed per output token or per engine iteration, not once per request: their
+# counts are tokens (or steps), so they cannot share a goodput SLI's total of requests
+# (docs/slos.md#goodput). vLLM's ``request_time_per_output_token_seconds`` is a per-token
+# latency too (a request's mean time per output token): refused with them.
+PER_TOKEN_HISTOGRAMS = frozenset({
+    "vllm:inter_token_latency_seconds",
+    "vllm:time_per_output_token_seconds",
+    "vllm:request_time_per_output_token_seconds",
+    "vllm:iteration_tokens_total",
+})  # fmt: skip
 
 
 def resolve_slos(
@@ -162,12 +175,20 @@ class _Histograms:
 
 def _sli(
     col: Collector, path: PathKey, sli: Any, catalog: Catalog, histograms: _Histograms
-) -> RatioSLI | LatencySLI | None:
-    kinds = [k for k in ("ratio", "latency") if getattr(sli, k) is not None]
+) -> SLI | None:
+    kinds = [k for k in SLI_KINDS if getattr(sli, k) is not None]
     if len(kinds) != 1:
-        found = "both ratio and latency" if kinds else "neither ratio nor latency"
-        col.error(path, f"needs exactly one SLI kind, ratio or latency (got {found})")
+        if len(kinds) == 2:
+            found = f"both {kinds[0]} and {kinds[1]}"
+        elif kinds:
+            found = ", ".join(kinds[:-1]) + f" and {kinds[-1]}"
+        else:
+            found = "neither ratio nor latency"
+        kinds_text = "ratio or latency" if "goodput" not in kinds else "ratio, latency or goodput"
+        col.error(path, f"needs exactly one SLI kind, {kinds_text} (got {found})")
         return None
+    if sli.goodput is not None:
+        return _goodput(col, (*path, "goodput"), sli.goodput, catalog, histograms)
     if sli.ratio is not None:
         version = histograms.version
         errors = _selector(col, (*path, "ratio", "errors"), sli.ratio.errors, version)
@@ -182,9 +203,7 @@ def _sli(
     return _latency(col, (*path, "latency"), sli.latency, catalog, histograms)
 
 
-def scoped(
-    sli: RatioSLI | LatencySLI, selectors: Mapping[str, str], catalog: Catalog
-) -> RatioSLI | LatencySLI:
+def scoped(sli: SLI, selectors: Mapping[str, str], catalog: Catalog) -> SLI:
     """The SLI with the spec's ``selectors:`` of its metrics' family added, as the catalog
     alerts get them: ``vllm:request_success_total`` reads ``job="vllm"`` only, not every
     service's series of that name. A label the SLI already matches on is left as written."""
@@ -205,6 +224,10 @@ def scoped(
         return RatioSLI(
             Selector(errors.metric, more(errors.metric, errors.matchers)),
             Selector(total.metric, more(total.metric, total.matchers)),
+        )
+    if isinstance(sli, GoodputSLI):
+        return GoodputSLI(
+            tuple(replace(one, matchers=more(one.metric, one.matchers)) for one in sli.latencies)
         )
     return replace(sli, matchers=more(sli.metric, sli.matchers))
 
@@ -241,6 +264,71 @@ def _latency(
     col: Collector, path: PathKey, spec: Any, catalog: Catalog, histograms: _Histograms
 ) -> LatencySLI | None:
     before = len(col.diagnostics)
+    matchers = _histogram_matchers(col, (*path, "matchers"), spec.matchers, histograms.version)
+    read = _histogram_read(col, path, spec, matchers, catalog, histograms)
+    return read if len(col.diagnostics) == before else None
+
+
+def _goodput(
+    col: Collector, path: PathKey, spec: Any, catalog: Catalog, histograms: _Histograms
+) -> GoodputSLI | None:
+    """At least two latency targets on histograms of the same requests: none per token."""
+    before = len(col.diagnostics)
+    if len(spec.latencies) < 2:
+        col.error(
+            (*path, "latencies"),
+            f"needs at least two latency targets (got {len(spec.latencies)}): for one, "
+            "write a latency SLI (sli: {latency: {metric, threshold}})",
+        )
+        return None
+    matchers = _histogram_matchers(col, (*path, "matchers"), spec.matchers, histograms.version)
+    reads: list[LatencySLI] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(spec.latencies):
+        where: PathKey = (*path, "latencies", index)
+        if entry.metric in PER_TOKEN_HISTOGRAMS:
+            col.error(
+                (*where, "metric"),
+                f"{entry.metric} is observed per output token, not per request: a goodput SLI "
+                "counts requests; write a latency SLI for it (it counts tokens)",
+            )
+            continue
+        if entry.metric in seen:
+            col.error((*where, "metric"), f"duplicate metric {entry.metric!r} (also "
+                      f"latencies[{seen[entry.metric]}]): one target per histogram")  # fmt: skip
+            continue
+        seen[entry.metric] = index
+        read = _histogram_read(col, where, entry, matchers, catalog, histograms)
+        if read is not None:
+            reads.append(read)
+    if len(col.diagnostics) > before:
+        return None
+    return GoodputSLI(tuple(reads))
+
+
+def _histogram_matchers(
+    col: Collector, path: PathKey, text: str | None, version: PrometheusVersion
+) -> tuple[promql.Matcher, ...]:
+    """The matchers of a latency or goodput SLI's histograms (none on ``le``)."""
+    matchers: tuple[promql.Matcher, ...] = ()
+    try:
+        matchers = promql.parse_matchers(text or "")
+    except ValueError as exc:
+        col.error(path, str(exc))
+    if refused := promql.utf8_refusal("", matchers, version):
+        col.error(path, refused)
+    if any(m.name == "le" for m in matchers):
+        col.error(path, "must not match on le: the threshold picks the bucket")
+    return matchers
+
+
+def _histogram_read(
+    col: Collector, path: PathKey, spec: Any, matchers: tuple[promql.Matcher, ...],
+    catalog: Catalog, histograms: _Histograms,
+) -> LatencySLI | None:  # fmt: skip
+    """One histogram and threshold (``metric``, ``threshold``, ``buckets``, ``histogram`` at
+    ``path``): a latency SLI's, or one latency target of a goodput SLI."""
+    before = len(col.diagnostics)
     metric = spec.metric
     version = histograms.version
     if not (promql.METRIC_NAME.match(metric) or _utf8_metric(metric, version)):
@@ -252,15 +340,6 @@ def _latency(
         col.error(
             (*path, "metric"), f"give the histogram's base name ({base!r}), not a series of it"
         )
-    matchers: tuple[promql.Matcher, ...] = ()
-    try:
-        matchers = promql.parse_matchers(spec.matchers or "")
-    except ValueError as exc:
-        col.error((*path, "matchers"), str(exc))
-    if refused := promql.utf8_refusal("", matchers, version):
-        col.error((*path, "matchers"), refused)
-    if any(m.name == "le" for m in matchers):
-        col.error((*path, "matchers"), "must not match on le: the threshold picks the bucket")
     threshold = _latency_threshold(col, (*path, "threshold"), spec.threshold)
     kind = _histogram_kind(col, path, spec, catalog, histograms)
     if threshold is not None and kind != "native":

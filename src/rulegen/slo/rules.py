@@ -26,7 +26,7 @@ from rulegen.generated import (
     RuleGroup,
     Threshold,
 )
-from rulegen.slo.model import LatencySLI, ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.model import GoodputSLI, LatencySLI, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, format_fraction, windows_of
 from rulegen.slo.windows import LOOKBACK, Term, base_steps, chain_of, fallback, plan_windows
 from rulegen.templating import go_escape
@@ -116,11 +116,14 @@ def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
     span = window_name(window)
     sli = slo.sli
     if metric == TOTAL:
-        total = _native_total(sli) if isinstance(sli, LatencySLI) and sli.native else None
+        first = sli.first if isinstance(sli, GoodputSLI) else sli
+        total = _native_total(first) if isinstance(first, LatencySLI) and first.native else None
         return _sum(slo, _increase(slo, total or _Counter(sli.total.render()), window))
     # The errors reuse the total just recorded (same group, same evaluation), not a second
     # scan of the raw series.
     recorded = _sum(slo, own_selector(slo, TOTAL + span))
+    if isinstance(sli, GoodputSLI):
+        return _goodput_errors(slo, sli, window, recorded)
     if isinstance(sli, LatencySLI):
         counter = _native_good(sli) if sli.native else _Counter(sli.good.render())
         good = _sum(slo, _increase(slo, counter, window))
@@ -129,6 +132,41 @@ def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
     errors = _sum(slo, _increase(slo, _Counter(sli.errors.render()), window))
     # No error series yet is zero errors, not a missing SLI.
     return f"{errors}\nor\n0 * {recorded}"
+
+
+def _goodput_errors(slo: ResolvedSLO, sli: GoodputSLI, window: Decimal, recorded: str) -> str:
+    """``min(total, Σᵢ badᵢ)``: the errors of the goodput SLI's lower bound.
+
+    ``badᵢ`` is what histogram ``i`` counted slower than its threshold in the window (the
+    first one's count is the recorded total; each clamped at 0 against odd resets). A request
+    slow in several histograms is counted once per histogram, so the sum is at least the
+    requests slow in any (equal when no request is slow in two), and capped at the total:
+    the good events are ``max(0, total − Σᵢ badᵢ)``, the exact lower bound
+    ``Σᵢ goodᵢ − (n − 1)·total`` of the requests that met every target (docs/slos.md#goodput).
+    A histogram with no series yet counts no bad event, as a ratio SLI's missing errors.
+    """
+    terms = []
+    for index, one in enumerate(sli.latencies):
+        pad = "  " if index == 0 else "    "
+        inner = pad + "  "
+        counter = _native_good(one) if one.native else _Counter(one.good.render())
+        good = _indent(_sum(slo, _increase(slo, counter, window)), len(inner))
+        if index == 0:
+            count = recorded
+        else:
+            total = _native_total(one) if one.native else _Counter(one.total.render())
+            count = _indent(_sum(slo, _increase(slo, total, window)), len(inner))
+        bad = f"{pad}clamp_min(\n{inner}{count}\n{inner}-\n{inner}{good},\n{inner}0\n{pad})"
+        if index:
+            bad = f"  (\n{bad}\n    or\n    0 * {recorded}\n  )"
+        terms.append(bad)
+    total_bad = "\n  +\n".join(terms)
+    return f"(\n{total_bad}\n) <= {recorded}\nor\n{recorded}"
+
+
+def _indent(text: str, spaces: int) -> str:
+    """``text`` with every line after the first indented by ``spaces``."""
+    return text.replace("\n", "\n" + " " * spaces)
 
 
 @dataclass(frozen=True)
@@ -365,6 +403,34 @@ def tier_condition(slo: ResolvedSLO, tier: Tier, pick: Callable[[str], str] | No
     return "\nand\n".join(lines)
 
 
+def single_target_condition(slo: ResolvedSLO, one: LatencySLI, tiers: tuple[Tier, ...]) -> str:
+    """What the tiers of a latency SLO on ``one`` alone (one latency of a goodput SLI) would
+    compute, from the raw series: each window's counts as instant reads ``x - x offset W``
+    (exact on samples at every evaluation, on 2.x and 3.x alike), then PromQL's float
+    operations in the order the SLO's rules do them. For the goodput tests' comparison with
+    the worst single target (``rulegen.slo.testgen``)."""
+    good = _native_good(one) if one.native else _Counter(one.good.render())
+    count = _native_total(one) if one.native else _Counter(one.total.render())
+
+    def events(counter: _Counter, window: Decimal) -> str:
+        return _sum(slo, f"{counter.at(Decimal(0))} - {counter.at(window)}")
+
+    def burn(window: Decimal, factor: str) -> str:
+        total = events(count, window)
+        bad = f"({total} - {events(good, window)})"
+        return f"({bad} / {total}) / {units.literal(slo.budget)} > {factor}"
+
+    alternatives = []
+    for tier in tiers:
+        factor = format_fraction(tier.factor)
+        parts = [burn(tier.long, factor), burn(tier.short, factor)]
+        if slo.min_traffic is not None:
+            per_second = f"{events(count, tier.short)} / {units.literal(tier.short)}"
+            parts.append(f"{per_second} >= {units.literal(slo.min_traffic)}")
+        alternatives.append("(" + " and ".join(parts) + ")")
+    return " or ".join(alternatives)
+
+
 def own_recording(slo: ResolvedSLO, metric: str) -> Recorded:
     """This SLO's own recording (its service and slo labels), as ``own_selector`` writes it."""
     own = (promql.Matcher("service", "=", slo.service), promql.Matcher("slo", "=", slo.name))
@@ -449,13 +515,29 @@ def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str
         f'{{{{ with query (printf "%v * {seconds} / %v" $left $value) }}}}'
         "{{ . | first | value | humanizeDuration }}{{ end }} at this rate"
         "{{ else }} (exhausted){{ end }}.{{ end }}"
-    )
+    ) + _goodput_note(slo)
     out = [("summary", summary), ("description", description)]
     if slo.description:
         out.append(("slo_description", go_escape(slo.description)))
     if slo.runbook_url:
         out.append(("runbook_url", go_escape(slo.runbook_url.replace("{alert}", slo.alert_name))))
     return tuple(out)
+
+
+def _goodput_note(slo: ResolvedSLO) -> str:
+    """For a goodput SLI, what its ratio is: a lower bound of goodput (escaped text)."""
+    sli = slo.sli
+    if not isinstance(sli, GoodputSLI):
+        return ""
+    targets = ", ".join(
+        f"{one.metric} ≤ {units.format_latency(one.threshold)}" for one in sli.latencies
+    )
+    return go_escape(
+        f" The SLI is a lower bound of goodput (requests that met every target: {targets}): "
+        "the histograms are separate, so a request slow in several counts once in each, and "
+        "goodput is at least the total minus the slow requests of every histogram (rulegen "
+        "docs: slos.md, Goodput)."
+    )
 
 
 def replay_safe_group(slo: ResolvedSLO, group: RuleGroup) -> RuleGroup:
@@ -491,6 +573,7 @@ def _burn_text(slo: ResolvedSLO, alert: SLOAlert) -> str:
     return (
         'Burn rate {{ $value | printf "%.3g" }}× the sustainable rate (long window of the '
         + go_escape(f"first tier firing). Tiers of this alert: {tiers}. Error budget left: {left}.")
+        + _goodput_note(slo)
     )
 
 

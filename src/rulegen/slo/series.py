@@ -16,7 +16,7 @@ from rulegen.core.histograms import power_of_two_above, power_of_two_below
 from rulegen.core.nativeseries import Layout, exponential_index
 from rulegen.core.nativeseries import expanding as native_expanding
 from rulegen.generated import InputSeries
-from rulegen.slo.model import LatencySLI, RatioSLI, ResolvedSLO, SLOAlert
+from rulegen.slo.model import GoodputSLI, LatencySLI, RatioSLI, ResolvedSLO, SLOAlert
 from rulegen.slo.simulate import Traffic
 
 
@@ -44,13 +44,39 @@ class SeriesMaker:
         self.slo = slo
         self.group = {name: _group_value(slo, name) for name in slo.group_by}
 
-    def series(self, traffic: Traffic, gap: range = range(0)) -> tuple[InputSeries, ...]:
+    def series(
+        self, traffic: Traffic, gap: range = range(0), bads: tuple[tuple[int, ...], ...] = ()
+    ) -> tuple[InputSeries, ...]:
         """promtool series carrying ``traffic`` through the SLI's selectors; the samples of
-        ``gap`` (indices) are not scraped (``_``), the counters counting on through it."""
+        ``gap`` (indices) are not scraped (``_``), the counters counting on through it.
+
+        A goodput SLI's histograms share the total; ``bads`` gives each one's cumulative
+        slow events (default ``goodput_split``: the errors spread over the histograms, no
+        request slow in two, so the SLI's lower bound is the traffic's exact errors)."""
         sli = self.slo.sli
-        if isinstance(sli, LatencySLI) and sli.native:
-            return (self._native(sli, traffic, gap),)
+        if isinstance(sli, GoodputSLI):
+            split = bads or goodput_split(traffic.errors, len(sli.latencies))
+            out: list[InputSeries] = []
+            for one, bad in zip(sli.latencies, split, strict=True):
+                part = Traffic(traffic.step, traffic.total, bad, traffic.grain)
+                out.extend(self._histogram(one, part, gap))
+            return tuple(out)
+        if isinstance(sli, LatencySLI):
+            return self._histogram(sli, traffic, gap)
         return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in self._series(traffic))
+
+    def _histogram(self, sli: LatencySLI, traffic: Traffic, gap: range) -> tuple[InputSeries, ...]:
+        if sli.native:
+            return (self._native(sli, traffic, gap),)
+        labels = _satisfy(sli.matchers, dict(self.group))
+        good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
+        bound = promql.go_float(float(sli.threshold))
+        made = (
+            _input(f"{sli.metric}_bucket", {**labels, "le": bound}, good),
+            _input(f"{sli.metric}_bucket", {**labels, "le": "+Inf"}, traffic.total),
+            _input(f"{sli.metric}_count", labels, traffic.total),
+        )
+        return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in made)
 
     def _native(self, sli: LatencySLI, traffic: Traffic, gap: range) -> InputSeries:
         """One native histogram series: the good events in a bucket at or below the
@@ -69,15 +95,8 @@ class SeriesMaker:
 
     def _series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
         sli = self.slo.sli
+        assert isinstance(sli, RatioSLI)
         good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
-        if isinstance(sli, LatencySLI):
-            labels = _satisfy(sli.matchers, dict(self.group))
-            bound = promql.go_float(float(sli.threshold))
-            return (
-                _input(f"{sli.metric}_bucket", {**labels, "le": bound}, good),
-                _input(f"{sli.metric}_bucket", {**labels, "le": "+Inf"}, traffic.total),
-                _input(f"{sli.metric}_count", labels, traffic.total),
-            )
         return self._ratio(sli, traffic, good)
 
     def _ratio(
@@ -139,6 +158,16 @@ def native_layout(sli: LatencySLI) -> tuple[Layout, int, int]:
     return Layout("native", offset=good, width=bad - good + 1), 0, bad - good
 
 
+def goodput_split(errors: tuple[int, ...], count: int) -> tuple[tuple[int, ...], ...]:
+    """Cumulative errors spread over ``count`` histograms as no request slow in two of them:
+    the later ones ``⌊errors / count⌋`` each, the first the rest. Every part is a counter
+    (never decreasing) and they add up to ``errors`` at every sample, so every window's
+    ``Σᵢ badᵢ`` is its errors exactly: the goodput SLI's bound is reached."""
+    later = tuple(e // count for e in errors)
+    first = tuple(e - later[k] * (count - 1) for k, e in enumerate(errors))
+    return (first, *(later,) * (count - 1))
+
+
 def _group_value(slo: ResolvedSLO, name: str) -> str:
     matchers = _selector_matchers(slo)
     return _satisfy(tuple(m for m in matchers if m.name == name), {name: "rulegen-a"})[name]
@@ -146,6 +175,8 @@ def _group_value(slo: ResolvedSLO, name: str) -> str:
 
 def _selector_matchers(slo: ResolvedSLO) -> tuple[promql.Matcher, ...]:
     sli = slo.sli
+    if isinstance(sli, GoodputSLI):
+        return tuple(m for one in sli.latencies for m in one.matchers)
     if isinstance(sli, LatencySLI):
         return sli.matchers
     return (*sli.errors.matchers, *sli.total.matchers)

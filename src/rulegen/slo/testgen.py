@@ -9,6 +9,7 @@ detection times.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import ROUND_FLOOR, Decimal
 from fractions import Fraction
 from math import ceil, floor
@@ -18,16 +19,18 @@ from rulegen.core import promql
 from rulegen.generated import ExprCheck, TestCase
 from rulegen.slo.coverage import term_counts
 from rulegen.slo.isolation import alone, isolate
-from rulegen.slo.model import PAGE, TICKET, ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.model import PAGE, TICKET, GoodputSLI, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, windows_of
 from rulegen.slo.rules import (
     BUDGET_LEFT,
     COVERAGE,
     CURRENT_BURN,
+    ERRORS,
     OBJECTIVE,
     RATIO,
     TERMS,
     current_window,
+    single_target_condition,
     tier_condition,
     window_name,
 )
@@ -79,7 +82,123 @@ def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, .
         cases.extend(_min_traffic(slo, slo.alerts[0], series))
     cases.append(_zero_traffic(slo, series))
     cases.append(_scrape_gap(slo, series))
+    _goodput_cases(slo, series, cases, history)
     return tuple(cases), tuple(history)
+
+
+def _goodput_cases(
+    slo: ResolvedSLO, series: SeriesMaker, cases: list[TestCase], history: list[TestCase]
+) -> None:
+    """A goodput SLI's own scenarios: its bound, and its alert against the worst target's."""
+    sli = slo.sli
+    if not isinstance(sli, GoodputSLI):
+        return
+    cases.append(_goodput_bound(slo, sli, series))
+    worst = _goodput_worst(slo, sli, series)
+    if worst is not None:
+        (cases if worst.interval_seconds == slo.evaluation else history).append(worst)
+
+
+def _goodput_bound(slo: ResolvedSLO, sli: GoodputSLI, series: SeriesMaker) -> TestCase:
+    """The goodput SLI's errors are ``min(total, Σᵢ badᵢ)``, checked on the base window in
+    three stretches of steady traffic: slow requests of each histogram that are other
+    requests (the bound is reached: the SLI is the exact goodput), the same requests slow in
+    every histogram (the SLI is the bound, counting each once per histogram), and more slow
+    events than requests (no good request left, never a negative count)."""
+    e = slo.evaluation
+    span = base_window(windows_of(slo))
+    width = _steps(e, span)
+    length = width + 2
+    n = _scale(slo, e)
+    count = len(sli.latencies)
+    stretches = (
+        ("slow requests of each histogram are other requests: the SLI is exact",
+         [n * (i + 1) // 100 for i in range(count)]),
+        ("the same requests slow in every histogram: the SLI counts them once in each",
+         [n * 3 // 100] * count),
+        ("more slow events than requests: every request counts as bad, no fewer good than 0",
+         [n * 6 // 10] * count),
+    )  # fmt: skip
+    bads: list[list[int]] = [[0] for _ in range(count)]
+    for _, per_step in stretches:
+        for index, bad in enumerate(per_step):
+            last = bads[index][-1]
+            bads[index].extend(last + bad * (k + 1) for k in range(length))
+    total = tuple(n * k for k in range(3 * length + 1))
+    errors = tuple(min(t, sum(b[k] for b in bads)) for k, t in enumerate(total))
+    traffic = Traffic(e, total, errors, grain_of(slo, e))
+    own, labels = _identity(slo), series.own_labels()
+    checks = []
+    for index, (why, _) in enumerate(stretches):
+        k = (index + 1) * length
+        added = total[k] - total[k - width]
+        slow = sum(b[k] - b[k - width] for b in bads)
+        counted = min(added, slow)
+        at = _t(e * k)
+        name = ERRORS + window_name(span)
+        checks.append(ExprCheck(at, name + own, ((name + labels, str(counted)),),
+                                f"{why}: {slow} slow events of {added} requests"))  # fmt: skip
+        name = RATIO + window_name(span)
+        ratio = repr(float(counted) / float(added))
+        checks.append(ExprCheck(at, name + own, ((name + labels, ratio),), why))
+    case = _case(f"{slo.name}: the goodput SLI is the lower bound total - sum of slow events",
+                 traffic, series, checks)  # fmt: skip
+    return replace(case, series=series.series(traffic, bads=tuple(tuple(b) for b in bads)))
+
+
+def _goodput_worst(slo: ResolvedSLO, sli: GoodputSLI, series: SeriesMaker) -> TestCase | None:
+    """Slow requests spread over the histograms (two thirds of them in the first): the
+    goodput alert fires, and the same tiers on the first histogram alone (the worst single
+    target's latency SLO) hold later, or never. Checked at build time on the exact model,
+    and in the test on the raw series."""
+    if not slo.alerts:
+        return None
+    alert = slo.alerts[0]
+    longest = max(t.long for t in alert.tiers)
+    step = slo.evaluation if longest <= 6 * 3600 else history_step(slo)
+    budget = Fraction(slo.budget)
+    lowest = min(t.factor for t in alert.tiers)
+    ratio = min(2 * lowest * budget, (1 + lowest * budget) / 2)
+    n = _scale(slo, step)
+    per_step = min(n - 1, ceil(ratio * n))
+    worst_burn = Fraction(per_step * 2, 3 * n) / budget
+    burn = worst_burn if worst_burn > lowest else Fraction(per_step, n) / budget
+    reach = max(t.factor * Fraction(t.long) / burn for t in alert.tiers)
+    length = Decimal(ceil(reach / Fraction(step)) + 3) * step
+    length += max(t.short for t in alert.tiers) + alert.for_seconds
+    phases = [Phase(_steps(step, longest), n, 0), Phase(_steps(step, length), n, per_step)]
+    traffic = Traffic.of(step, phases, grain_of(slo, step))
+    count = len(sli.latencies)
+    later = tuple(e // (3 * (count - 1)) for e in traffic.errors)
+    first = tuple(e - later[k] * (count - 1) for k, e in enumerate(traffic.errors))
+    single = Traffic(step, traffic.total, first, traffic.grain)
+    fired = alert_timeline(slo, alert, traffic).first_firing(longest)
+    if fired is None:
+        raise AssertionError(f"{slo.name}: the goodput burn never fires the {alert.key}")
+    alone = alert_timeline(slo, alert, single).first_firing()
+    if alone is not None and alone < fired:
+        raise AssertionError(f"{slo.name}: the worst single target fires before the goodput")
+    holds = [any(h) for h in zip(*(holds_series(slo, t, single) for t in alert.tiers),
+                                  strict=True)]  # fmt: skip
+    target = sli.first
+    expr = "count(" + " ".join(single_target_condition(slo, target, alert.tiers).split()) + ")"
+    what = f"{target.metric} ≤ {units.format_latency(target.threshold)} alone"
+    checks = _starts(series, alert, fired, step, f"slow requests from {_t(longest)}")
+    checks.append(ExprCheck(_t(fired), expr, (), f"{what}: no tier holds yet"))
+    began = next((i for i, h in enumerate(holds) if h), None)
+    if began is None:
+        checks.append(ExprCheck(_t(traffic.end), expr, (), f"{what}: no tier ever holds"))
+    else:
+        checks += [
+            ExprCheck(_t(step * (began - 1)), expr, (), f"{what}: not yet"),
+            ExprCheck(_t(step * began), expr, (("{}", "1"),), f"{what}: a tier holds, later"),
+        ]
+    name = (
+        f"{slo.name}: the goodput {alert.key} fires no later than one on the worst single "
+        f"target ({what})"
+    )
+    case = _case(name, traffic, series, checks)
+    return replace(case, series=series.series(traffic, bads=(first, *(later,) * (count - 1))))
 
 
 def _tier_alone(

@@ -113,11 +113,30 @@ class LatencySLI(SpecBase):
     histogram: HistogramKind | None = None
 
 
+class GoodputLatency(SpecBase):
+    """One latency target of a goodput SLI: a histogram and a bucket bound of it."""
+
+    metric: str
+    threshold: Latency
+    buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = None
+    # How the histogram is stored; default: the spec's ``histograms:`` (docs/histograms.md)
+    histogram: HistogramKind | None = None
+
+
+class GoodputSLI(SpecBase):
+    """Requests that meet every latency target are good (docs/slos.md#goodput): histograms
+    of the same requests, read with the same matchers."""
+
+    latencies: list[GoodputLatency]
+    matchers: str | None = None
+
+
 class SLISpec(SpecBase):
     """Exactly one kind of SLI (checked in ``rulegen.slo.resolve`` at this position)."""
 
     ratio: RatioSLI | None = None
     latency: LatencySLI | None = None
+    goodput: GoodputSLI | None = None
     # false: do not add the spec's `selectors:` of the metric's family (docs/slos.md)
     selectors: bool = True
 

@@ -20,7 +20,7 @@ from rulegen.core.histograms import (
     power_of_two_below,
 )
 from rulegen.lint.check import Check, Scope
-from rulegen.slo.model import LatencySLI
+from rulegen.slo.model import GoodputSLI, histogram_reads
 
 
 def _nearest(threshold: Decimal) -> str:
@@ -29,17 +29,21 @@ def _nearest(threshold: Decimal) -> str:
 
 
 def run(scope: Scope) -> None:
-    """A latency SLI or a histogram alert on an exponential native histogram
-    (``histogram: native``) whose threshold is no power of two: the SLI counts the good
-    events of the bucket holding the threshold by interpolation, an estimate, and the
-    alert fires on an interpolated quantile."""
+    """A latency SLI (or a goodput SLI's latency) or a histogram alert on an exponential
+    native histogram (``histogram: native``) whose threshold is no power of two: the SLI
+    counts the good events of the bucket holding the threshold by interpolation, an
+    estimate, and the alert fires on an interpolated quantile."""
     for slo in scope.spec.slos:
-        sli = slo.sli
-        if not isinstance(sli, LatencySLI) or sli.histogram != "native":
-            continue
-        if not is_exponential_bound(sli.threshold):
+        for index, sli in enumerate(histogram_reads(slo.sli)):
+            if sli.histogram != "native" or is_exponential_bound(sli.threshold):
+                continue
+            where = (
+                slo.origin.path.child("sli", "goodput", "latencies", index)
+                if isinstance(slo.sli, GoodputSLI)
+                else slo.origin.path.child("sli", "latency")
+            )
             scope.report(
-                scope.field(slo.origin.path.child("sli", "latency"), "threshold"),
+                scope.field(where, "threshold"),
                 f"SLO {slo.name}: {units.format_latency(sli.threshold)} is no bucket bound "
                 "of an exponential histogram: the good events are interpolated inside the "
                 f"bucket holding it (nearest exact: {_nearest(sli.threshold)})",

@@ -8,7 +8,7 @@ from rulegen.core import promql
 from rulegen.errors import FieldPath
 from rulegen.lint.check import Check, Scope, Server
 from rulegen.pipeline.service import ResolvedSpec
-from rulegen.slo.model import LatencySLI
+from rulegen.slo.model import GoodputSLI, LatencySLI
 
 DAY = 86400
 
@@ -38,12 +38,21 @@ def reads(spec: ResolvedSpec) -> Iterator[Read]:
         path = slo.origin.path.child("sli")
         sli = slo.sli
         if isinstance(sli, LatencySLI):
-            matchers = ", ".join(m.render() for m in sli.matchers)
-            series = sli.metric if sli.native else f"{sli.metric}_bucket"
-            yield slo.alert_name, path, ((f"{series}{{{matchers}}}".replace("{}", ""),),)
+            yield slo.alert_name, path, ((_histogram_selector(sli),),)
+        elif isinstance(sli, GoodputSLI):
+            for index, one in enumerate(sli.latencies):
+                where = path.child("goodput", "latencies", index)
+                yield slo.alert_name, where, ((_histogram_selector(one),),)
         else:
             for counter in (sli.errors, sli.total):
                 yield slo.alert_name, path, ((counter.render(),),)
+
+
+def _histogram_selector(sli: LatencySLI) -> str:
+    """The series of a histogram read: its ``_bucket`` series (classic) or its one series."""
+    matchers = ", ".join(m.render() for m in sli.matchers)
+    series = sli.metric if sli.native else f"{sli.metric}_bucket"
+    return f"{series}{{{matchers}}}".replace("{}", "")
 
 
 def _missing(server: Server, selectors: tuple[str, ...]) -> list[str]:
