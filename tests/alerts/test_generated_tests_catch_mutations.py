@@ -56,7 +56,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 # The histogram alerts' native twins (Prometheus 3): the same alert on the vllm family stored
 # as NHCB and as exponential native histograms; the same mutations must fail their tests.
-HISTOGRAM_ALERTS = ("RequestLatencyHigh", "TTFTLatencyHigh")
+HISTOGRAM_ALERTS = (
+    "InterTokenLatencyHigh",
+    "RequestLatencyHigh",
+    "RequestQueueTimeHigh",
+    "TTFTLatencyHigh",
+)
 NATIVE_KINDS = () if ON_PROMETHEUS_2 else ("nhcb", "native")
 TWINS = [f"{name}/{kind}" for name in HISTOGRAM_ALERTS for kind in NATIVE_KINDS]
 

@@ -36,11 +36,15 @@ ALIAS_BOMB = """
     """
 
 KNOWN_SIGNALS = (
-    "'custom', 'cpu_iowait', 'cpu_softirq', 'disk_await', 'disk_queue_depth', "
-    "'disk_utilization', 'e2e_latency', 'gpu_underutilized', 'grpc_errors', 'kv_cache_usage', "
-    "'network_drops', 'network_saturation', 'nvme_wear', 'prefix_cache_hit_rate', "
-    "'requests_waiting', 'tcp_retransmits', 'ttft_latency', 'weight_loading_busy', "
-    "'weight_loading_latency'"
+    "'custom', 'cpu_iowait', 'cpu_pressure', 'cpu_softirq', 'disk_await', "
+    "'disk_queue_depth', 'disk_utilization', 'e2e_latency', 'filesystem_free', "
+    "'gpu_memory_used', 'gpu_power', 'gpu_row_remap_failure', 'gpu_underutilized', "
+    "'gpu_xid_errors', 'grpc_errors', 'io_pressure', 'itl_latency', 'kv_cache_forecast', "
+    "'kv_cache_usage', 'memory_pressure', 'network_drops', 'network_saturation', "
+    "'nvme_wear', 'pcie_replays', 'prefix_cache_hit_rate', 'requests_waiting', "
+    "'scrape_down', 'softnet_drops', 'tcp_listen_overflows', 'tcp_retransmits', "
+    "'ttft_latency', 'vllm_preemptions', 'vllm_queue_time', 'vllm_request_errors', "
+    "'weight_loading_busy', 'weight_loading_latency'"
 )
 
 
@@ -730,14 +734,81 @@ CASES: list[Case] = [
         spec="""
             version: 1
             service: web
+            vllm: {version: "0.34"}
             alerts:
               - signal: ttft_latency
                 threshold: 3000s
                 severity: critical
             """,
         stderr=spec_errors(
-            "specs/web.yaml:5:16: alerts[0].threshold: must be below the largest bucket bound "
+            "specs/web.yaml:6:16: alerts[0].threshold: must be below the largest bucket bound "
             "2560s: histogram_quantile never returns more, so the alert could never fire"
+        ),
+    ),
+    Case(
+        "a ttft threshold above the largest bucket of a vLLM release that may be scraped is "
+        "rejected, naming the releases",
+        spec="""
+            version: 1
+            service: web
+            alerts:
+              - signal: ttft_latency
+                threshold: 20s
+                severity: critical
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:5:16: alerts[0].threshold: must be below the largest bucket bound "
+            "10s (vLLM 0.6-0.8; declare vllm: {version: …} if none is scraped): "
+            "histogram_quantile never returns more, so the alert could never fire"
+        ),
+    ),
+    Case(
+        "a signal a vLLM release does not have is rejected at the alert's signal",
+        spec="""
+            version: 1
+            service: web
+            vllm: {version: "0.7"}
+            alerts:
+              - signal: prefix_cache_hit_rate
+                threshold: 30%
+                severity: warning
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:5:13: alerts[0].signal: signal prefix_cache_hit_rate cannot be "
+            "written for vLLM 0.7: the V0 engine, the default before 0.8, exports only a "
+            "hit-rate gauge (vllm:gpu_prefix_cache_hit_rate), no hit and query counters (it "
+            "can for vLLM 0.8 on)"
+        ),
+    ),
+    Case(
+        "an unquoted vLLM version is rejected (YAML reads 0.10 as 0.1)",
+        spec="""
+            version: 1
+            service: web
+            vllm: {version: 0.10}
+            alerts:
+              - signal: requests_waiting
+                threshold: 20
+                severity: warning
+            """,
+        stderr=spec_errors(
+            'specs/web.yaml:3:17: vllm.version: must be a quoted string such as "0.11" (got '
+            "0.1: YAML reads an unquoted 0.10 as 0.1)"
+        ),
+    ),
+    Case(
+        "a vLLM release older than 0.6 is rejected",
+        spec="""
+            version: 1
+            service: web
+            vllm: {version: "0.5"}
+            alerts:
+              - signal: requests_waiting
+                threshold: 20
+                severity: warning
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:3:17: vllm.version: rulegen knows vLLM's metrics from 0.6 on (got 0.5)"
         ),
     ),
     Case(

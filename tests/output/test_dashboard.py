@@ -115,19 +115,23 @@ def without_filters(matchers: frozenset[str]) -> frozenset[str]:
 
 
 def thresholds_of(expr: str) -> list[float]:
-    """The numbers an alert expression compares with (``… > 0.005``)."""
-    found: list[float] = []
-
-    def visit(node: promql_parser.Expr) -> None:
-        if (
-            isinstance(node, promql_parser.BinaryExpr)
-            and str(node.op) in COMPARISONS
-            and isinstance(node.rhs, promql_parser.NumberLiteral)
-        ):
-            found.append(node.rhs.val)
-
-    promql_parser.walk(promql_parser.parse(expr), visit)
-    return found
+    """The number an alert expression ends by comparing with (``… > 0.005``); a guard inside
+    it (``deriv(…) > 0``, ``readonly == 1``) is not the alert's threshold."""
+    node = promql_parser.parse(expr)
+    while True:  # through parentheses and the diagnoses' label_replace(…, "host", …)
+        if isinstance(node, promql_parser.ParenExpr):
+            node = node.expr
+        elif isinstance(node, promql_parser.Call) and node.func.name == "label_replace":
+            node = node.args[0]
+        else:
+            break
+    if (
+        isinstance(node, promql_parser.BinaryExpr)
+        and str(node.op) in COMPARISONS
+        and isinstance(node.rhs, promql_parser.NumberLiteral)
+    ):
+        return [node.rhs.val]
+    return []
 
 
 @cache
@@ -842,9 +846,11 @@ def test_each_slo_has_a_row_with_its_stats_budget_and_burn_rates(slo: SLOCase) -
 
 def test_rows_come_in_the_order_an_on_call_reads_them() -> None:
     assert list(rows(example())) == [
+        "Targets",
         "Disk",
         "Network",
         "CPU",
+        "Memory",
         "Model weights",
         "vLLM",
         "GPU",
@@ -853,6 +859,8 @@ def test_rows_come_in_the_order_an_on_call_reads_them() -> None:
         "Custom",
         "Diagnoses",
         "SLO ttft (99% over 28d)",
+        "SLO goodput (99% over 28d)",
+        "SLO itl (99% over 28d)",
         "SLO availability (99.9% over 30d)",
     ]
 

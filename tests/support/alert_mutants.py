@@ -19,11 +19,15 @@ from rulegen.units import format_duration, literal, parse_duration
 # The example's catalog alerts, each built alone for a suite.
 NAMES = [
     "CpuIowaitHigh", "CpuSoftirqHigh", "DiskAwaitHigh", "DiskQueueDepthHigh",
-    "DiskUtilizationHigh", "FrontendNicSaturated", "GpuUnderutilized", "GrpcErrorRatioHigh",
-    "KVCacheUsageHigh", "ModelWeightLoadingBusy", "ModelWeightLoadingSlow",
-    "NetworkInterfaceSaturated", "NetworkReceiveDrops", "NvlinkUtilizationHigh", "NvmeWearHigh",
-    "PrefixCacheHitRateLow", "RequestLatencyHigh", "RequestQueueBacklog", "TTFTLatencyHigh",
-    "TcpRetransmitsHigh",
+    "DiskUtilizationHigh", "FilesystemFreeSpaceLow", "FrontendNicSaturated",
+    "GpuMemoryUsageHigh", "GpuPowerHigh", "GpuRowRemapFailure", "GpuUnderutilized",
+    "GpuXidError", "GrpcErrorRatioHigh", "InterTokenLatencyHigh", "IoPressureHigh",
+    "KVCacheFullSoon", "KVCacheUsageHigh", "MemoryPressureHigh", "ModelWeightLoadingBusy",
+    "ModelWeightLoadingSlow", "NetworkInterfaceSaturated", "NetworkReceiveDrops",
+    "NvlinkUtilizationHigh", "NvmeWearHigh", "PcieReplaysHigh", "PrefixCacheHitRateLow",
+    "RequestErrorRatioHigh", "RequestLatencyHigh", "RequestPreemptionsHigh",
+    "RequestQueueBacklog", "RequestQueueTimeHigh", "ScrapeTargetDown", "SoftnetPacketDrops",
+    "TTFTLatencyHigh", "TcpListenQueueDrops", "TcpRetransmitsHigh",
 ]  # fmt: skip
 DIRECTIONS = ("away", "toward")  # past the firing value, past the quiet value
 

@@ -181,13 +181,19 @@ def test_each_slo_writes_its_vmalert_tool_files_with_its_own_group(in_tmp: Path)
     names = sorted(n for n in files if n.startswith("victoriametrics/tests/"))
     assert names == [
         "victoriametrics/tests/shop.slo.checkout.history.test.yml",
+        "victoriametrics/tests/shop.slo.checkout.rules.yml",
         "victoriametrics/tests/shop.slo.checkout.test.yml",
         "victoriametrics/tests/shop.slo.search.history.test.yml",
+        "victoriametrics/tests/shop.slo.search.rules.yml",
         "victoriametrics/tests/shop.slo.search.test.yml",
     ]
+    service = yaml.safe_load(files["victoriametrics/shop.rules.yml"])["groups"]
     for slo in ("checkout", "search"):
+        # the SLO's group alone, as the service's file holds it: the tests load it only
+        own = yaml.safe_load(files[f"victoriametrics/tests/shop.slo.{slo}.rules.yml"])
+        assert own == {"groups": [g for g in service if g["name"] == f"shop-slo-{slo}"]}
         data = yaml.safe_load(files[f"victoriametrics/tests/shop.slo.{slo}.test.yml"])
-        assert data["rule_files"] == ["../shop.rules.yml"]
+        assert data["rule_files"] == [f"shop.slo.{slo}.rules.yml"]
         assert data["evaluation_interval"] == "1m"
         alerts = [
             sample["labels"]
@@ -222,7 +228,7 @@ def test_the_checks_of_late_rules_are_left_out_and_the_build_says_so(in_tmp: Pat
     exprs = [
         check["expr"]
         for name, text in files.items()
-        if name.startswith("victoriametrics/tests/shop.slo.checkout")
+        if name.startswith("victoriametrics/tests/shop.slo.checkout") and name.endswith(".test.yml")
         for case in yaml.safe_load(text)["tests"]
         for check in case["metricsql_expr_test"]
     ]
@@ -255,24 +261,21 @@ def test_rules_longer_than_vmalert_tool_evaluates_leave_the_files_unrun(tmp_path
 def test_the_example_slo_history_file_passes_vmalert_tool(tmp_path: Path) -> None:
     """The example's 30-day ratio SLO's history file for vmalert (its late rules' checks left
     out), whose slow burn needs the 1d terms and their fallbacks (where the double count of
-    2026-12-05 showed), run against its SLO's group alone (the same text, cut out of the rule
-    file: a third of the time against the whole file, which ``rulegen build`` runs). The
+    2026-12-05 showed), run as ``rulegen build`` writes it: against its SLO's group alone
+    (``….slo.availability.rules.yml``, the group cut out of the service's file). The
     example's other SLO files are pinned by the golden files and passed ``rulegen build
-    --target victoriametrics`` (docs/victoriametrics.md#slo-tests); each costs a minute or
-    two of vmalert-tool, so they are not run again here."""
+    --target victoriametrics`` (docs/victoriametrics.md#slo-tests); each costs a minute of
+    vmalert-tool, so they are not run again here."""
     spec = example_spec()
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     catalog = load_catalog([REPO / "signals"])
     result = build(SpecInputs((tmp_path / "spec.yaml",), ()), catalog, targets=("victoriametrics",))
     name = "victoriametrics/tests/deepseek-v4.slo.availability.history.test.yml"
-    rules = yaml.safe_load(result.files["victoriametrics/deepseek-v4.rules.yml"])
-    own = [g for g in rules["groups"] if g["name"] == "deepseek-v4-slo-availability"]
+    own = "victoriametrics/tests/deepseek-v4.slo.availability.rules.yml"
     (tmp_path / "victoriametrics/tests").mkdir(parents=True)
-    (tmp_path / "victoriametrics/own.rules.yml").write_text(yaml.safe_dump({"groups": own}))
+    for written in (name, own):
+        (tmp_path / written).write_text(result.files[written])
     text = result.files[name]
-    (tmp_path / name).write_text(
-        text.replace("- ../deepseek-v4.rules.yml\n", "- ../own.rules.yml\n")
-    )
     proc = run_unittest(tmp_path, name)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]

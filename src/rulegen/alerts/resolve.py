@@ -634,15 +634,21 @@ def _check_every_release(
     given: frozenset[str],
 ) -> None:
     """The threshold against the buckets of the declared vLLM release, or of every release
-    when none is declared (one error, at the first that fails); else the ``buckets`` param."""
+    when none is declared (the narrowest range wins; the message names the releases whose
+    bound it is when they are not all alike); else against the ``buckets`` param."""
     releases = bucket_checks(signal.signal, vllm, given)
-    if vllm is None:  # every release may be scraped: say how to leave the old ones out
-        releases = [
-            (f"{w}; declare vllm: {{version: …}} if none is scraped", b) for w, b in releases
-        ]
-    for where, bounds in releases or [("", params["buckets"])]:
-        if not _check_buckets(col, path, bounds, threshold, where):
-            return
+    if not releases:
+        _check_buckets(col, path, params["buckets"], threshold, "")
+        return
+    largest = min(bounds[-1] for _, bounds in releases)
+    smallest = max(bounds[0] for _, bounds in releases)
+    edge = [largest, smallest][threshold < smallest]
+    at = -1 if threshold >= largest else 0
+    having = [where for where, bounds in releases if bounds[at] == edge]
+    where = "" if len(having) == len(releases) else ", ".join(having)
+    if where and vllm is None:  # every release may be scraped: say how to leave some out
+        where += "; declare vllm: {version: …} if none is scraped"
+    _check_buckets(col, path, (smallest, largest), threshold, where)
 
 
 def _check_buckets(

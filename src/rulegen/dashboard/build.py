@@ -47,7 +47,20 @@ FAMILY_ROWS = {
     "grpc": "gRPC",
     "smartctl": "NVMe",
 }
-ROW_ORDER = ("Disk", "Network", "CPU", "Node", "Model weights", "vLLM", "GPU", "gRPC", "NVMe")
+# Targets first: with an exporter down, the rows below it are blind.
+ROW_ORDER = (
+    "Targets",
+    "Disk",
+    "Network",
+    "CPU",
+    "Memory",
+    "Node",
+    "Model weights",
+    "vLLM",
+    "GPU",
+    "gRPC",
+    "NVMe",
+)
 _OP_TEXT = {">": "above", "<": "below", "<=": "at most"}
 UID_LIMIT = 40  # Grafana's limit on a dashboard uid
 

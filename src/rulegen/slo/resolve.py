@@ -47,12 +47,12 @@ OBJECTIVE_HINT = "must be a percentage like 99.9% or a ratio like 0.999"
 SLI_KINDS = ("ratio", "latency", "goodput")
 # Histograms observed per output token or per engine iteration, not once per request: their
 # counts are tokens (or steps), so they cannot share a goodput SLI's total of requests
-# (docs/slos.md#goodput). vLLM's ``request_time_per_output_token_seconds`` is a per-token
-# latency too (a request's mean time per output token): refused with them.
+# (docs/slos.md#goodput). vLLM's ``request_time_per_output_token_seconds`` (0.11 on) is
+# observed once per finished request (its mean time per output token): it counts requests,
+# and a goodput of TTFT and TPOT (DistServe's) may use it.
 PER_TOKEN_HISTOGRAMS = frozenset({
     "vllm:inter_token_latency_seconds",
     "vllm:time_per_output_token_seconds",
-    "vllm:request_time_per_output_token_seconds",
     "vllm:iteration_tokens_total",
 })  # fmt: skip
 
