@@ -17,7 +17,8 @@ BUILTIN = Path(__file__).resolve().parents[2] / "src/rulegen/catalog/signals/cpu
 def _own_signal(folder: Path, about: str) -> None:
     text = BUILTIN.read_text("utf-8").replace("signal: cpu_iowait", "signal: own_iowait")
     text = text.replace("alert: CpuIowaitHigh", "alert: OwnIowaitHigh")
-    text = text.replace("about: Mean over CPUs", f"about: {about}")
+    text = text.replace("Mean over CPUs", about, 1)
+    assert about in text
     (folder / "own.yaml").write_text(text, "utf-8")
 
 
