@@ -23,6 +23,10 @@ labels: {team: inference}              # on every alert: route on it in routing.
 runbook_url: https://runbooks.example.com/{alert}
 evaluation_interval: 30s
 scrape_interval: 15s
+# The vLLM release you run: the vLLM alerts read its metric names and histogram buckets
+# (vLLM renames metrics between releases). Remove it during an upgrade: the rules then read
+# the old and the new names (docs/signals.md#vllm-versions).
+vllm: {version: "0.34"}
 
 # The series of each exporter family this service reads. Catalog alerts of a family and SLIs
 # on its metrics get these matchers, so this service never counts another's series
@@ -67,7 +71,7 @@ slos:
     window: 28d
     sli:
       ratio:
-        errors: 'vllm:request_success_total{finished_reason="abort"}'
+        errors: 'vllm:request_success_total{finished_reason=~"error|abort"}'   # error: 0.13 on
         total: 'vllm:request_success_total'
   # Requests slower than a bucket bound are the errors.
   - name: ttft
