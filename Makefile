@@ -22,10 +22,13 @@ CURRENT   := PATH="$(STACK_BIN):$$PATH" RULEGEN_TEST_STACK=$(STACK)
 BOOKWORM  := PATH="$(subst $(STACK_BIN):,,$(PATH))" RULEGEN_TEST_STACK=system RULEGEN_TEST_PROMETHEUS=2.42
 # What the 2.x run proves again: every generated test's timing and mutation suite under closed
 # ranges, the hand-written signal tests, the real servers (Prometheus, Alertmanager,
-# VictoriaMetrics), the version checks. (The example's own build, the golden files and the
-# committed rules/ declare 3.5: the 3.5 run checks them.)
+# VictoriaMetrics; the disk alerts on this host's own disk under fio, scraped from a real
+# node_exporter: the system's when installed, else the one `make tools` fetched), the version
+# checks. (The example's own build, the golden files and the committed rules/ declare 3.5:
+# the 3.5 run checks them.)
 BOOKWORM_TESTS := tests/alerts/test_generated_tests_catch_mutations.py \
-  tests/alerts/test_signals_promtool.py tests/diagnosis/test_diagnosis_tests_catch_mutations.py \
+  tests/alerts/test_signals_promtool.py tests/alerts/test_disk_alerts_real_host.py \
+  tests/diagnosis/test_diagnosis_tests_catch_mutations.py \
   tests/slo/test_slo_tests_catch_mutations.py tests/slo/test_slo_fallbacks_catch_mutations.py \
   tests/slo/test_slo_promtool.py tests/slo/test_slo_gaps_prometheus.py \
   tests/slo/test_slo_repair_prometheus.py tests/slo/test_repair_memory_prometheus.py \

@@ -149,7 +149,8 @@ def create_blocks_from_openmetrics(source: Path, data_dir: Path) -> None:
 
 
 class PrometheusServer:
-    """A Prometheus on a data directory, on a free 127.0.0.1 port, without targets or rules."""
+    """A Prometheus on a data directory, on a free 127.0.0.1 port, without targets or rules
+    (unless given ``scrape_configs`` and ``rule_files``)."""
 
     def __init__(
         self,
@@ -159,6 +160,7 @@ class PrometheusServer:
         scrape_configs: Sequence[Mapping[str, Any]] = (),
         flags: Sequence[str] = (),
         storage: Mapping[str, Any] | None = None,
+        rule_files: Sequence[Path] = (),
     ) -> None:
         self.data_dir = data_dir
         self.flags = tuple(flags)  # e.g. --web.enable-admin-api (``rulegen repair``)
@@ -170,6 +172,8 @@ class PrometheusServer:
             config["scrape_configs"] = [dict(c) for c in scrape_configs]
         if storage:
             config["storage"] = dict(storage)
+        if rule_files:
+            config["rule_files"] = [str(path) for path in rule_files]
         self.config.write_text(yaml.safe_dump(config))
         self.log = workdir / "prometheus.log"
         self.proc: subprocess.Popen[bytes] | None = None

@@ -1,0 +1,445 @@
+"""The disk alerts on this machine's own disk: a real node_exporter, a real Prometheus, fio.
+
+Why: the promtool tests (``test_signals_promtool.py``, the generated ones) prove the rules
+against series written by hand. This proves the other half on a real host: that what a real
+node_exporter exports for a real block device, rated by the recordings of ``disk_utilization``
+and ``disk_queue_depth``, is iostat's %util and aqu-sz as computed independently from
+``/proc/diskstats`` over the same window, and that both alerts go pending, then firing, under
+real load.
+
+How: the block device backing the test's temporary folder (``st_dev`` →
+``/sys/dev/block/MAJ:MIN``, its whole disk when it is a partition; /var/tmp when the folder is
+on tmpfs or overlay) scopes a spec with a 10s window, ``for: 5s`` and thresholds low enough
+for fio (30 %, a queue of 1), built by ``rulegen build --no-validate``. node_exporter (the
+diskstats collector alone) and Prometheus (scraping it and evaluating the rules every second)
+run on free 127.0.0.1 ports; a bounded fio run (random 4 KiB direct reads, queue depth 8,
+20 s, a 128 MiB file) loads the disk while a thread samples ``/proc/diskstats`` every 0.1 s
+and the test polls ``ALERTS``. Each recording evaluated at ``T`` whose window
+``(T - 10s, T]`` lies inside the steady part of the run (2 s after fio starts to 1 s before it
+ends) must be within 10 % of Δio_ticks / Δt (%util) and Δtime_in_queue / Δt (aqu-sz) between
+``T - 10s`` and ``T``, interpolated from those samples. Skipped, with the reason, when no such
+folder is on a block device that /proc/diskstats and node_exporter report and that takes
+O_DIRECT, or when fio makes the disk less than 1.5 times as busy as the thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, CliResult, write_tree
+from support.prometheus import HOST, NEEDS_PROMETHEUS, PrometheusServer, free_port
+
+Cli = Callable[..., CliResult]
+LOG = logging.getLogger(__name__)  # the figures: pytest shows them on failure, or with
+# -o log_cli=true --log-cli-level=INFO
+
+
+def _node_exporter() -> str | None:
+    """``$RULEGEN_NODE_EXPORTER`` (what .ci/fetch-stack's env file sets), node_exporter on
+    PATH (Debian's ``prometheus-node-exporter``: bookworm's 1.5 when installed), else the one
+    ``make tools`` fetched with the 3.5 LTS stack (1.11; off PATH on the bookworm run)."""
+    configured = os.environ.get("RULEGEN_NODE_EXPORTER")
+    if configured:
+        return configured  # a wrong path fails loudly when it is started
+    found = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+    if found:
+        return found
+    fetched = sorted(REPO.glob(".tools/*/root/usr/bin/prometheus-node-exporter"))
+    return str(fetched[0]) if fetched else None
+
+
+NODE_EXPORTER = _node_exporter()
+FIO = shutil.which("fio")
+
+pytestmark = [
+    pytest.mark.slow,
+    NEEDS_PROMETHEUS,
+    pytest.mark.skipif(
+        NODE_EXPORTER is None,
+        reason="needs node_exporter: `make tools` (fetched with the 3.5 LTS stack), "
+        "RULEGEN_NODE_EXPORTER, or the Debian package prometheus-node-exporter",
+    ),
+    pytest.mark.skipif(FIO is None, reason="needs fio (the Debian package fio)"),
+]
+
+SERVICE = "host-disk"
+WINDOW = 10  # seconds: the recordings' rate window
+FOR = 5  # seconds
+UTIL = 0.30  # DiskUtilizationHigh's threshold (30 %)
+QUEUE = 1.0  # DiskQueueDepthHigh's threshold
+TOLERANCE = 0.10  # recorded vs /proc/diskstats, relative
+FIO_SECONDS = 20
+FILE_MIB = 128
+SETTLE = 2.0  # seconds from fio's start before its load is steady (its start-up)
+UTIL_RECORD = "instance_device:node_disk_io_time_seconds:rate10s"
+QUEUE_RECORD = "instance_device:node_disk_io_time_weighted_seconds:rate10s"
+ALERTS = ("DiskUtilizationHigh", "DiskQueueDepthHigh")
+
+SPEC = """
+    version: 1
+    service: host-disk
+    evaluation_interval: 1s
+    scrape_interval: 1s
+    selectors: {{node: 'job="node"'}}
+    alerts:
+      - {{signal: disk_utilization, threshold: 30%, window: 10s, for: 5s, severity: warning,
+         matchers: 'device="{device}"'}}
+      - {{signal: disk_queue_depth, threshold: 1, window: 10s, for: 5s, severity: warning,
+         matchers: 'device="{device}"'}}
+    """
+
+
+# --- the device under the test's folder and its /proc/diskstats counters -----------------------
+
+
+def backing_disk(folder: Path) -> str | None:
+    """The kernel's name of the whole disk that holds ``folder`` (``vda`` for ``vda1``,
+    ``dm-0`` for an LVM volume), or None on a filesystem with no block device (tmpfs,
+    overlay, btrfs' anonymous device numbers)."""
+    dev = folder.stat().st_dev
+    node = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if not node.exists():
+        return None
+    real = node.resolve()
+    if (real / "partition").exists():
+        real = real.parent
+    return real.name
+
+
+def diskstats(device: str) -> tuple[int, int] | None:
+    """``device``'s io_ticks and time_in_queue (weighted), in ms, from /proc/diskstats
+    (fields 10 and 11 after the name: Documentation/admin-guide/iostats.rst)."""
+    with Path("/proc/diskstats").open(encoding="ascii") as stats:
+        for line in stats:
+            fields = line.split()
+            if len(fields) >= 14 and fields[2] == device:
+                return int(fields[12]), int(fields[13])
+    return None
+
+
+@dataclass
+class Sampler:
+    """/proc/diskstats of one device every 0.1 s, with Unix times, in a thread."""
+
+    device: str
+    samples: list[tuple[float, int, int]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            before = time.time()
+            counters = diskstats(self.device)
+            assert counters is not None
+            self.samples.append(((before + time.time()) / 2, *counters))
+
+    @contextmanager
+    def running(self) -> Iterator[Sampler]:
+        thread = threading.Thread(target=self._run, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            thread.join()
+
+    def at(self, t: float) -> tuple[float, float]:
+        """Both counters (ms) at ``t``, interpolated between the samples around it."""
+        for (t0, a0, b0), (t1, a1, b1) in pairwise(self.samples):
+            if t0 <= t <= t1:
+                f = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
+                return a0 + f * (a1 - a0), b0 + f * (b1 - b0)
+        raise ValueError(f"no samples around {t}")
+
+    def rates(self, start: float, end: float) -> tuple[float, float]:
+        """%util (0-1) and aqu-sz over ``[start, end]``, as iostat computes them."""
+        (ticks0, queue0), (ticks1, queue1) = self.at(start), self.at(end)
+        elapsed_ms = (end - start) * 1000
+        return (ticks1 - ticks0) / elapsed_ms, (queue1 - queue0) / elapsed_ms
+
+
+@dataclass
+class Workdir:
+    """A folder for fio's file on a block device node_exporter reports, and that device."""
+
+    folder: Path
+    device: str
+
+
+def _accepts_o_direct(folder: Path) -> bool:
+    probe = folder / "o_direct_probe"
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600)
+    except OSError:
+        return False
+    finally:
+        probe.unlink(missing_ok=True)
+    os.close(fd)
+    return True
+
+
+@contextmanager
+def disk_workdir(tmp_path: Path) -> Iterator[Workdir]:
+    """The test's tmp folder, else a folder in /var/tmp (disk-backed where /tmp is tmpfs):
+    the first on a block device in /proc/diskstats that takes O_DIRECT and fio's file."""
+    reasons = []
+    with ExitStack() as stack:
+        for base in (tmp_path, Path("/var/tmp")):
+            if not base.is_dir():
+                continue
+            folder = base / "fio" if base == tmp_path else None
+            if folder is None:
+                try:
+                    folder = Path(tempfile.mkdtemp(prefix="rulegen-fio-", dir=base))
+                except OSError as err:
+                    reasons.append(f"{base}: {err}")
+                    continue
+                stack.callback(shutil.rmtree, folder, True)
+            else:
+                folder.mkdir()
+            device = backing_disk(folder)
+            if device is None:
+                reasons.append(f"{folder} is on no block device")
+            elif diskstats(device) is None:
+                reasons.append(f"{folder} is on {device}, which /proc/diskstats lacks")
+            elif shutil.disk_usage(folder).free < 4 * FILE_MIB << 20:
+                reasons.append(f"{folder}: less than {4 * FILE_MIB} MiB free")
+            elif not _accepts_o_direct(folder):
+                reasons.append(f"{folder} ({device}) refuses O_DIRECT")
+            else:
+                yield Workdir(folder, device)
+                return
+        pytest.skip("no folder on a disk fio can load: " + "; ".join(reasons))
+
+
+# --- the processes -----------------------------------------------------------------------------
+
+
+@contextmanager
+def node_exporter(workdir: Path) -> Iterator[str]:
+    """A real node_exporter with the diskstats collector alone, on a free 127.0.0.1 port;
+    yields its ``host:port``."""
+    assert NODE_EXPORTER is not None
+    address = f"{HOST}:{free_port()}"
+    log = workdir / "node_exporter.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [NODE_EXPORTER, f"--web.listen-address={address}",
+             "--collector.disable-defaults", "--collector.diskstats"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"node_exporter exited with {proc.returncode}:\n{log.read_text()}")
+            try:
+                with urllib.request.urlopen(f"http://{address}/metrics", timeout=2):
+                    break
+            except (urllib.error.URLError, OSError):
+                assert time.monotonic() < deadline, "node_exporter not ready within 30s"
+                time.sleep(0.1)
+        yield address
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def exported(address: str, device: str) -> bool:
+    """Whether node_exporter exports both disk counters of ``device``."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return all(
+        f'{name}{{device="{device}"}}' in text
+        for name in ("node_disk_io_time_seconds_total", "node_disk_io_time_weighted_seconds_total")
+    )
+
+
+def fio_command(folder: Path) -> list[str]:
+    """Random 4 KiB direct reads at queue depth 8 for FIO_SECONDS: libaio when this fio has
+    it, else 8 psync jobs (the same depth)."""
+    assert FIO is not None
+    engines = subprocess.run(
+        [FIO, "--enghelp"], capture_output=True, text=True, check=False, timeout=30
+    ).stdout
+    engine = (
+        ["--ioengine=libaio", "--iodepth=8"]
+        if "libaio" in engines
+        else ["--ioengine=psync", "--numjobs=8", "--group_reporting"]
+    )
+    return [
+        FIO, "--name=rulegen-disk-alerts", f"--filename={folder / 'load'}",
+        f"--size={FILE_MIB}M", "--rw=randread", "--bs=4k", "--direct=1", *engine,
+        "--time_based", f"--runtime={FIO_SECONDS}s", "--output-format=json",
+        f"--output={folder / 'fio.json'}",
+    ]  # fmt: skip
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc`` if it still runs (a failed test leaves no fio behind)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def write_file(path: Path, mib: int) -> None:
+    """``mib`` MiB of random bytes, on the disk (not sparse, not only in the page cache)."""
+    with path.open("wb") as out:
+        for _ in range(mib // 8):
+            out.write(os.urandom(8 << 20))
+        out.flush()
+        os.fsync(out.fileno())
+
+
+# --- what Prometheus recorded ------------------------------------------------------------------
+
+
+def samples(server: PrometheusServer, selector: str, since: float, at: float) -> list[Any]:
+    """Every series of ``selector`` from ``since`` to ``at``: ``[{metric, values}]``."""
+    span = int(at - since) + 2
+    result: list[Any] = server.query(f"{selector}[{span}s]", at)["result"]
+    return result
+
+
+def wait_until(what: str, check: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {seconds}s"
+        time.sleep(0.25)
+
+
+def test_disk_alerts_fire_on_this_host_and_the_recordings_read_what_iostat_reads(
+    cli: Cli, in_tmp: Path
+) -> None:
+    started = time.monotonic()
+    with ExitStack() as stack:
+        disk = stack.enter_context(disk_workdir(in_tmp))
+        device = disk.device
+        write_tree(in_tmp, {"specs/host.yaml": SPEC.format(device=device)})
+        built = cli("build", "--no-validate")
+        assert built.code == 0, built.err
+        rules = in_tmp / "rules" / "prometheus" / f"{SERVICE}.rules.yml"
+        assert UTIL_RECORD in rules.read_text()
+        assert QUEUE_RECORD in rules.read_text()
+
+        write_file(disk.folder / "load", FILE_MIB)
+        address = stack.enter_context(node_exporter(in_tmp))
+        if not exported(address, device):
+            pytest.skip(f"node_exporter exports no disk counters for {device}")
+        (in_tmp / "data").mkdir()
+        scrape = {"job_name": "node", "static_configs": [{"targets": [address]}]}
+        server = PrometheusServer(in_tmp / "data", in_tmp, 1, [scrape], rule_files=[rules])
+        stack.callback(server.stop)
+        server.start()
+        up = f'up{{job="node",instance="{address}"}} == 1'
+        wait_until("a scrape", lambda: bool(server.query(up, time.time())["result"]), 30)
+
+        # fio's bounded run, /proc/diskstats sampled and the alerts' states polled meanwhile
+        seen: dict[tuple[str, str], float] = {}
+        alerts = f'ALERTS{{service="{SERVICE}",device="{device}"}}'
+        with Sampler(device).running() as sampler:
+            fio_start = time.time()
+            fio = subprocess.Popen(fio_command(disk.folder), stderr=subprocess.PIPE, text=True)
+            stack.callback(stop, fio)
+            while fio.poll() is None:
+                for series in server.query(alerts, time.time())["result"]:
+                    key = (series["metric"]["alertname"], series["metric"]["alertstate"])
+                    seen.setdefault(key, time.time())
+                time.sleep(0.25)
+            fio_end = time.time()
+            _, fio_err = fio.communicate()
+            assert fio.returncode == 0, fio_err
+            time.sleep(1.5)  # Prometheus' evaluations up to fio's end
+        end = time.time()
+        check(server, sampler, disk, address, (fio_start, fio_end, end), seen)
+    LOG.info("wall time %.1fs", time.monotonic() - started)
+
+
+def check(
+    server: PrometheusServer,
+    sampler: Sampler,
+    disk: Workdir,
+    address: str,
+    times: tuple[float, float, float],
+    seen: dict[tuple[str, str], float],
+) -> None:
+    """The recordings against /proc/diskstats, then the alerts' states (see the docstring)."""
+    fio_start, fio_end, end = times
+    device = disk.device
+    # steady load: from SETTLE after fio's start to a second before it ended
+    steady = (fio_start + SETTLE, fio_end - 1.0)
+    util, queue = sampler.rates(*steady)
+    fio_util = json.loads((disk.folder / "fio.json").read_text()).get("disk_util", [])
+    if util < 1.5 * UTIL or queue < 1.5 * QUEUE:
+        pytest.skip(
+            f"fio made {device} only {util:.0%} busy with {queue:.2f} requests queued "
+            f"(the test needs {1.5 * UTIL:.0%} and {1.5 * QUEUE:.1f})"
+        )
+
+    # 1. the recordings equal iostat's figures over the same windows, within 10 %
+    report = [f"{device}: fio {FIO_SECONDS}s, steady {util:.1%} util, aqu-sz {queue:.2f}; "
+              f"fio's own util {[d.get('util') for d in fio_util]}"]  # fmt: skip
+    compared = 0
+    for record, index in ((UTIL_RECORD, 0), (QUEUE_RECORD, 1)):
+        [series] = samples(server, f'{record}{{device="{device}"}}', fio_start - WINDOW, end)
+        assert series["metric"] == {
+            "__name__": record, "device": device, "instance": address, "job": "node",
+            "service": SERVICE,
+        }  # fmt: skip
+        for at, value in series["values"]:
+            if at - WINDOW < steady[0] or at > steady[1]:
+                continue
+            recorded, mine = float(value), sampler.rates(at - WINDOW, at)[index]
+            report.append(f"{record} @{at - fio_start:5.1f}s: {recorded:.4f} vs {mine:.4f} "
+                          f"({recorded / mine - 1:+.1%})")  # fmt: skip
+            assert abs(recorded - mine) <= TOLERANCE * mine, "\n".join(report)
+            compared += 1
+    LOG.info("%s", "\n".join(report))
+    assert compared >= 2 * 3, "\n".join(report)  # at least three windows of each
+
+    # 2. both alerts went pending, then firing `for` later, during the run, with their labels
+    history = samples(server, f'ALERTS{{service="{SERVICE}",device="{device}"}}',
+                      fio_start - WINDOW, end)  # fmt: skip
+    for alertname in ALERTS:
+        first: dict[str, float] = {}
+        for series in history:
+            labels = series["metric"]
+            if labels["alertname"] == alertname:
+                first[labels["alertstate"]] = float(series["values"][0][0])
+                assert labels == {
+                    "__name__": "ALERTS", "alertname": alertname,
+                    "alertstate": labels["alertstate"], "device": device,
+                    "instance": address, "job": "node", "service": SERVICE,
+                    "severity": "warning",
+                }  # fmt: skip
+        assert set(first) == {"pending", "firing"}, (alertname, history)
+        assert FOR <= first["firing"] - first["pending"] < FOR + 3, (alertname, first)
+        assert fio_start < first["firing"] < fio_end, (alertname, first, fio_start, fio_end)
+        # and polled as it happened: pending seen before firing
+        pending, firing = seen.get((alertname, "pending")), seen.get((alertname, "firing"))
+        assert pending is not None, seen
+        assert firing is not None, seen
+        assert pending < firing, seen
+        LOG.info("%s: pending at %.1fs, firing at %.1fs after fio's start (seen at %.1fs, "
+                 "%.1fs)", alertname, first["pending"] - fio_start, first["firing"] - fio_start,
+                 pending - fio_start, firing - fio_start)  # fmt: skip
