@@ -274,3 +274,29 @@ def test_broken_keys_are_one_line_each(keys: str, line: str, in_tmp: Path, cli: 
             {keys}
         """
     assert_rejected(in_tmp, cli, spec, spec_errors(line))
+
+
+def test_lint_reports_a_warning_gpu_health_that_holds_back_a_critical_diagnosis(
+    in_tmp: Path, cli: Cli
+) -> None:
+    """label/severity counts the diagnoses it holds back as well as the alerts."""
+    write_tree(
+        in_tmp,
+        {
+            "specs/web.yaml": """
+                version: 1
+                service: web
+                diagnoses:
+                  - kind: ttft_disk_bound
+                  - kind: gpu_health
+                    severity: warning
+                """
+        },
+    )
+    result = cli("lint")
+    severity = [line for line in result.out.splitlines() if "[label/severity]" in line]
+    assert severity == [
+        "specs/web.yaml:6:15: [label/severity] error: GpuHealthDegraded (warning) holds back "
+        "TTFTDiskBound (critical) on its host: while the diagnosis fires, that page is lost; "
+        "give the diagnosis severity critical"
+    ], result.out + result.err
