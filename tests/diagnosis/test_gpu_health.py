@@ -27,6 +27,9 @@ import yaml
 from conftest import CliResult, assert_rejected, run_rulegen, spec_errors, write_tree
 
 from rulegen import gotemplate
+from rulegen.catalog import load_catalog
+from rulegen.diff.versions import build_version
+from rulegen.load import discover
 
 Cli = Callable[..., CliResult]
 
@@ -300,3 +303,39 @@ def test_lint_reports_a_warning_gpu_health_that_holds_back_a_critical_diagnosis(
         "TTFTDiskBound (critical) on its host: while the diagnosis fires, that page is lost; "
         "give the diagnosis severity critical"
     ], result.out + result.err
+
+
+def test_diff_shows_the_keys_that_decide_a_fault(tmp_path: Path) -> None:
+    """``rulegen diff`` facts of a gpu_health alert: its keys, not a threshold it has not."""
+    spec = (
+        "version: 1\nservice: web\ndiagnoses:\n"
+        "  - {kind: gpu_health, uncorrectable_rows: 64, window: 30m}\n"
+    )
+    write_tree(tmp_path, {"web.yaml": spec})
+    version = build_version("current", discover([tmp_path / "web.yaml"]), load_catalog())
+    (facts,) = version.facts["web"].alerts.values()
+    keys = ("kind", "ignore_xids", "uncorrectable_rows", "window")
+    assert {k: facts.fields[k] for k in keys} == {
+        "kind": "gpu_health", "ignore_xids": "13|31|43|45|68|109", "uncorrectable_rows": "64",
+        "window": "30m",
+    }  # fmt: skip
+
+
+def test_lint_reports_a_spec_label_that_overwrites_the_gpu(in_tmp: Path, cli: Cli) -> None:
+    write_tree(
+        in_tmp,
+        {
+            "specs/web.yaml": """
+                version: 1
+                service: web
+                diagnoses:
+                  - kind: gpu_health
+                    labels: {gpu: all}
+                """
+        },
+    )
+    conflicts = [line for line in cli("lint").out.splitlines() if "[label/conflict]" in line]
+    assert conflicts == [
+        "specs/web.yaml:5:19: [label/conflict] error: GpuHealthDegraded: label 'gpu' overwrites "
+        "the gpu the diagnosis names"
+    ]
