@@ -16,6 +16,12 @@ _ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _WITH_LABEL = re.compile(
     r"\{\{\s*with \$labels\.([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}(.*?)\{\{\s*end\s*\}\}", re.DOTALL
 )
+# ``{{ if eq $labels.x "v" }}…{{ else }}…{{ end }}`` (no action nested in a branch opens a block)
+_IF_LABEL = re.compile(
+    r'\{\{\s*if eq \$labels\.([a-zA-Z_][a-zA-Z0-9_]*) "([^"]*)"\s*\}\}(.*?)'
+    r"\{\{\s*else\s*\}\}(.*?)\{\{\s*end\s*\}\}",
+    re.DOTALL,
+)
 _DOT = re.compile(r"\{\{\s*\.\s*\}\}")
 # The one loop rulegen writes: `` name=value`` for each label kept by ``eq``/``ne`` on its name
 # (Go ranges over a map in key order).
@@ -51,6 +57,12 @@ def expand(text: str, labels: Mapping[str, str], value: float) -> str:
         pairs = "".join(f" {k}={v}" for k, v in sorted(labels.items()) if (k in names) == keep)
         before, after = text[: loop.start()], text[loop.end() :]
         return expand(before, labels, value) + pairs + expand(after, labels, value)
+    branch = _IF_LABEL.search(text)
+    if branch is not None:
+        chosen = branch.group(3) if labels.get(branch.group(1), "") == branch.group(2) else None
+        body = expand(chosen if chosen is not None else branch.group(4), labels, value)
+        before, after = text[: branch.start()], text[branch.end() :]
+        return expand(before, labels, value) + body + expand(after, labels, value)
     optional = _WITH_LABEL.search(text)
     if optional is not None:
         # ``{{ with $labels.x }}…{{ . }}…{{ end }}``: the body, ``.`` being the label's value,

@@ -37,7 +37,7 @@ from conftest import (
 
 Cli = Callable[..., CliResult]
 
-KINDS = "'ttft_disk_bound', 'throughput_network_bound', 'gpu_kernel_contention'"
+KINDS = "'ttft_disk_bound', 'throughput_network_bound', 'gpu_kernel_contention', 'gpu_health'"
 NOT_A_HOST = (
     "cannot be the host label: rulegen sets it or it differs between the series of one host"
 )

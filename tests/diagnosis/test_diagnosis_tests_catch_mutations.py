@@ -45,10 +45,12 @@ SPEC = """
       - {signal: disk_utilization, threshold: 90%, severity: warning}
       - {signal: network_saturation, threshold: 80%, severity: warning}
       - {signal: gpu_underutilized, threshold: 50%, severity: info}
+      - {signal: gpu_xid_errors, threshold: 0, severity: critical}
     diagnoses:
       - kind: ttft_disk_bound
       - kind: throughput_network_bound
       - kind: gpu_kernel_contention
+      - kind: gpu_health
     """
 
 RULES = "prometheus/infer.rules.yml"
@@ -60,6 +62,15 @@ DISK = f"host:node_disk_io_time_seconds:max_rate5m{SVC}"
 NET = f"host:node_network_utilization:max_ratio_rate5m{SVC}"
 GPU = f"host:DCGM_FI_DEV_GPU_UTIL:avg_ratio{SVC}"
 WAITING = f"host:vllm_num_requests_waiting:sum{SVC}"
+FAULT = "host_gpu:dcgm_gpu_fault:xid_or_row_remap"
+# The row-remap branch of the gpu_health recording, as rendered (after the XID branch).
+ROW_REMAP_BRANCH = (
+    "\n        or\n        label_replace(label_replace((clamp_max(\n"
+    "            DCGM_FI_DEV_ROW_REMAP_FAILURE\n"
+    "            + (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS >= bool 512),\n"
+    "            1\n"
+    f'          )) > 0, "fault", "row_remap", "", ""), {HOST})'
+)
 
 
 @dataclass(frozen=True)
@@ -160,9 +171,36 @@ MUTATIONS = [
              "    for: 5m\n", "    for: 4m\n"),
     Mutation("GpuKernelContention: for 5m -> 4m", "GpuKernelContention",
              "    for: 5m\n", "    for: 4m\n"),
+    Mutation("GpuHealthDegraded: for 0s -> 1m", "GpuHealthDegraded",
+             "\n    labels:\n", "\n    for: 1m\n    labels:\n"),
+    # --- gpu_health: the XID window, the ignore list, the row-remap branch ---------------
+    Mutation("GpuHealthDegraded: XID window 1h -> 30m", FAULT, " offset 1h ", " offset 30m "),
+    Mutation("GpuHealthDegraded: XID window 1h -> 2h", FAULT, " offset 1h ", " offset 2h "),
+    Mutation("GpuHealthDegraded: XID offset removed (no XID is ever new)", FAULT,
+             " offset 1h ", " "),
+    Mutation("GpuHealthDegraded: ignore_xids dropped", FAULT,
+             'DCGM_FI_DEV_XID_ERRORS{err_code!~"13|31|43|45|68|109"}', "DCGM_FI_DEV_XID_ERRORS"),
+    Mutation("GpuHealthDegraded: unless -> and (only old XIDs)", FAULT,
+             "\n          unless\n", "\n          and\n"),
+    Mutation("GpuHealthDegraded: the row-remap branch dropped", FAULT, ROW_REMAP_BRANCH, ""),
+    Mutation("GpuHealthDegraded: uncorrectable rows 512 -> 513", FAULT, ">= bool 512",
+             ">= bool 513"),
+    Mutation("GpuHealthDegraded: uncorrectable rows 512 -> 511", FAULT, ">= bool 512",
+             ">= bool 511"),
+    Mutation("GpuHealthDegraded: the remap failure flag dropped", FAULT,
+             "            DCGM_FI_DEV_ROW_REMAP_FAILURE\n            + ",
+             "            0 * DCGM_FI_DEV_ROW_REMAP_FAILURE\n            + "),
+    Mutation("GpuHealthDegraded: gpu dropped from by", FAULT, "by (host, gpu, xid, fault)",
+             "by (host, xid, fault)"),
+    Mutation("GpuHealthDegraded: the xid label not set", FAULT,
+             ', "xid", "$1", "err_code", "(.+)")', ', "xid", "", "err_code", "(.+)")'),
+    Mutation("GpuHealthDegraded: both branches keep the port: host regex -> (.*)", FAULT,
+             HOST, HOST.replace("(.+?)(?::[0-9]+)?", "(.*)"), 2),
+    Mutation("GpuHealthDegraded: > 0 -> > 1 (a row-remap failure no longer counts)",
+             "GpuHealthDegraded", f"{FAULT}{SVC} > 0", f"{FAULT}{SVC} > 1"),
     # --- host derivation and aggregation -------------------------------------------------
     Mutation("every diagnosis recording keeps the port: host regex -> (.*)",
-             "group infer-diagnoses", HOST, HOST.replace("(.+?)(?::[0-9]+)?", "(.*)"), 6),
+             "group infer-diagnoses", HOST, HOST.replace("(.+?)(?::[0-9]+)?", "(.*)"), 8),
     Mutation("disk recording alone keeps the port: host regex -> (.*)",
              "host:node_disk_io_time_seconds:max_rate5m", HOST,
              HOST.replace("(.+?)(?::[0-9]+)?", "(.*)")),
@@ -236,10 +274,12 @@ def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run
         return dict(pool.map(run, jobs))
 
 
-def test_the_spec_has_three_diagnoses_and_their_tests(built: Path) -> None:
+def test_the_spec_has_four_diagnoses_and_their_tests(built: Path) -> None:
     tests = (built / TESTS).read_text()
-    for name in ("TTFTDiskBound", "ThroughputNetworkBound", "GpuKernelContention"):
-        assert f"- name: '{name}: fires for " in tests
+    for name in ("TTFTDiskBound", "ThroughputNetworkBound", "GpuKernelContention",
+                 "GpuHealthDegraded"):  # fmt: skip
+        # (a case whose series no other case reads shares its promtool test: `` | `` joins)
+        assert f"- name: '{name}: fires for " in tests or f" | {name}: fires for " in tests
 
 
 def test_the_generated_tests_pass_on_the_generated_rules(runs: dict[str, Run]) -> None:

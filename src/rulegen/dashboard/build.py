@@ -212,6 +212,8 @@ def _evidence_panel(
         baseline = units.format_duration(diagnosis.baseline_seconds)
         window = units.format_duration(diagnosis.window_seconds)
         expr = f"{selector} / (avg_over_time({selector}[{baseline}] offset {window}) > 0)"
+    # one series per faulty GPU: the legend says which GPU and which XID
+    shown = (*labels, "gpu", "xid", "fault") if item.quantity == "gpu_health" else labels
     threshold = units.format_human(item.threshold, item.unit)
     short = _SHORT[item.quantity].format(
         quantile=quantile_name(diagnosis.quantile),
@@ -226,7 +228,7 @@ def _evidence_panel(
         f"({diagnosis.severity}), which needs it {_OP_TEXT[item.op]} {threshold} (the red "
         f"line) together with its other evidence for {wait}.",
         UNITS[item.unit],
-        (Query(expr, _legend(labels)),),
+        (Query(expr, _legend(shown)),),
         (item.threshold,),
         (("Runbook", diagnosis.runbook_url),) if diagnosis.runbook_url else (),
     )
@@ -239,6 +241,7 @@ _SHORT = {
     "throughput": "tokens/s vs the {baseline} before",
     "gpu": "mean GPU utilisation",
     "waiting": "requests waiting",
+    "gpu_health": "new XID code or row remap failure (1) per GPU",
 }
 
 

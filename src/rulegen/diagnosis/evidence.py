@@ -12,9 +12,9 @@ from rulegen import units
 from rulegen.core import promql
 from rulegen.core.histograms import is_native
 from rulegen.diagnosis.model import Evidence, Quantity, Recording
-from rulegen.diagnosis.params import TTFT_METRIC, Context, Params
+from rulegen.diagnosis.params import ROW_REMAP_SIGNAL, TTFT_METRIC, XID_SIGNAL, Context, Params
 from rulegen.host import with_host
-from rulegen.templating import quantile_name
+from rulegen.templating import quantile_name, render_promql
 
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 REQUESTS_WAITING = "vllm:num_requests_waiting"
@@ -33,6 +33,8 @@ class EvidenceBuilder:
         items: list[tuple[Quantity, str, Decimal | None]]
         if kind == "ttft_disk_bound":
             items = [("ttft", ">", p.ttft()), ("disk", ">", p.percent("disk_utilization"))]
+        elif kind == "gpu_health":
+            items = [("gpu_health", ">", Decimal(0))]
         elif kind == "throughput_network_bound":
             items = [
                 ("throughput", "<", p.percent("throughput")),
@@ -69,6 +71,7 @@ class EvidenceBuilder:
             ),
             "gpu": ("mean GPU utilisation", "percent"),
             "waiting": ("requests waiting in the scheduler queue", "number"),
+            "gpu_health": ("a GPU's new XID (its code) or failed row remapping (1)", "number"),
         }[quantity]
 
     def recording(self, quantity: Quantity) -> Recording | None:
@@ -95,6 +98,8 @@ class EvidenceBuilder:
             return Recording(quantity, f"host:node_disk_io_time_seconds:max_rate{w}", expr, False)
         if quantity == "network":
             return self._network()
+        if quantity == "gpu_health":
+            return self._gpu_health()
         if quantity == "throughput":
             rate = with_host(host, f"rate({GENERATION_TOKENS}{sel('vllm')}[{w}])")
             expr = f"sum by ({by}, model_name) (\n  {rate}\n)"
@@ -130,3 +135,36 @@ class EvidenceBuilder:
         expr = f"max by ({host.label}) (\n  {with_host(host, sides[0] + ' or ' + sides[1])}\n)"
         name = f"host:node_network_utilization:max_ratio_rate{w}"
         return Recording("network", name, expr, False)
+
+    def _gpu_health(self) -> Recording:
+        """Per GPU of a host: the code of a new XID (label ``xid``, ``fault="xid"``) or 1 for
+        a failed row remapping (``fault="row_remap"``), rendered from the catalog signals'
+        own templates so "new" and "failed" mean what their alerts mean."""
+        host, p = self.ctx.host, self.params
+        dcgm = self.ctx.selectors.get("dcgm", ())
+
+        def sel(*fixed: str) -> str:
+            parts = [*fixed, *(m.render() for m in dcgm)]
+            return "{" + ", ".join(parts) + "}" if parts else ""
+
+        signals = self.ctx.catalog.signals
+        context = {
+            "window": self.window, "ignore_xids": p.ignore_xids or "",
+            "uncorrectable_rows": p.uncorrectable_rows, "sel": sel, "host_by": "",
+        }  # fmt: skip
+        xid = render_promql(signals[XID_SIGNAL].expr, context).strip()
+        remap = render_promql(signals[ROW_REMAP_SIGNAL].expr, context).strip()
+        new_xid = (
+            f'label_replace(\n    label_replace(({_indent(xid)}) > 0, "xid", "$1", "err_code", '
+            '"(.+)"),\n    "fault", "xid", "", ""\n  )'
+        )
+        failed = f'label_replace(({_indent(remap)}) > 0, "fault", "row_remap", "", "")'
+        expr = (
+            f"max by ({host.label}, gpu, xid, fault) (\n  {with_host(host, new_xid)}\n  or\n"
+            f"  {with_host(host, failed)}\n)"
+        )
+        return Recording("gpu_health", "host_gpu:dcgm_gpu_fault:xid_or_row_remap", expr, False)
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n    ")

@@ -18,12 +18,14 @@ from rulegen.host import Host
 from rulegen.source.loader import Origin
 
 # The recordings a diagnosis reads, one value per host (and model, for vLLM series).
-Quantity = Literal["ttft", "disk", "network", "throughput", "gpu", "waiting"]
+# ``gpu_health``: per GPU of a host, the new XID's code or 1 for a failed row remapping.
+Quantity = Literal["ttft", "disk", "network", "throughput", "gpu", "waiting", "gpu_health"]
 # Kinds and the alert each one raises.
 ALERT_NAMES = {
     "ttft_disk_bound": "TTFTDiskBound",
     "throughput_network_bound": "ThroughputNetworkBound",
     "gpu_kernel_contention": "GpuKernelContention",
+    "gpu_health": "GpuHealthDegraded",
 }
 # Catalog signals whose alerts a diagnosis explains (symptom or cause) on the same host.
 EXPLAINS = {
@@ -35,7 +37,17 @@ EXPLAINS = {
         "network_saturation", "network_drops", "tcp_retransmits", "cpu_softirq", "e2e_latency",
     ),
     "gpu_kernel_contention": ("gpu_underutilized", "requests_waiting"),
+    # a failing GPU slows or stops everything the host serves: its latency and throughput
+    # pages, and the two signals that report the fault per GPU
+    "gpu_health": (
+        "ttft_latency", "e2e_latency", "itl_latency", "vllm_queue_time", "requests_waiting",
+        "gpu_underutilized", "kv_cache_usage", "kv_cache_forecast", "vllm_preemptions",
+        "gpu_xid_errors", "gpu_row_remap_failure",
+    ),
 }  # fmt: skip
+# Kinds whose alert also holds back the other diagnoses of the same host (their evidence is
+# a symptom of the fault: a failing GPU makes TTFT slow and GPUs idle whatever the disk does).
+EXPLAINS_DIAGNOSES = ("gpu_health",)
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,9 @@ class ResolvedDiagnosis:
     metricsql: bool = False
     # How the TTFT histogram is stored: classic ``_bucket`` series or NHCB
     ttft_histogram: HistogramKind = CLASSIC
+    # gpu_health: the XIDs left out (None: none), and the uncorrectable rows that count
+    ignore_xids: str | None = None
+    uncorrectable_rows: Decimal = Decimal(512)
 
     @property
     def by_model(self) -> bool:

@@ -20,6 +20,9 @@ from rulegen.source.fields import Collector, duration
 from rulegen.source.loader import PathKey
 
 TTFT_METRIC = "vllm:time_to_first_token_seconds"
+# The catalog signals whose logic and defaults the gpu_health diagnosis reuses.
+XID_SIGNAL = "gpu_xid_errors"
+ROW_REMAP_SIGNAL = "gpu_row_remap_failure"
 MAX_WINDOW = Decimal(3600)
 MAX_BASELINE = Decimal(86400)
 
@@ -99,6 +102,38 @@ class Params:
         self.gpu_scale = self._number("gpu_scale", low=Decimal(0)) or Decimal(100)
         self.link_speed = self._bandwidth("link_speed")
         self.buckets = tuple(ctx.catalog.histogram_buckets(TTFT_METRIC) or ())
+        self.ignore_xids: str | None = None
+        self.uncorrectable_rows: Decimal | None = None
+        if self.has("ignore_xids"):
+            self.ignore_xids = self._ignore_xids()
+        if self.has("uncorrectable_rows"):
+            self.uncorrectable_rows = self._rows()
+
+    def _default(self, signal: str, key: str) -> Any:
+        return self.ctx.catalog.signals[signal].params[key].default
+
+    def _ignore_xids(self) -> str | None:
+        """The XIDs left out, as the ``gpu_xid_errors`` signal reads them: its default when
+        absent, none with ``""``."""
+        if self.entry.ignore_xids is None:
+            default = self._default(XID_SIGNAL, "ignore_xids")
+            return str(default) if default else None
+        if self.entry.ignore_xids == "":
+            return None
+        return self.regex("ignore_xids")
+
+    def _rows(self) -> Decimal | None:
+        raw = self.entry.uncorrectable_rows
+        if raw is None:
+            return Decimal(str(self._default(ROW_REMAP_SIGNAL, "uncorrectable_rows")))
+        value = self._checked("uncorrectable_rows", raw, units.parse_number, None, None)
+        if value is not None and (value < 1 or value != value.to_integral_value()):
+            self.ctx.col.error(
+                self.where("uncorrectable_rows"),
+                f"must be a whole number of rows, at least 1 (got {raw})",
+            )
+            return None
+        return value
 
     def has(self, key: str) -> bool:
         return hasattr(self.entry, key)

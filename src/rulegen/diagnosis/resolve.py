@@ -20,9 +20,17 @@ from rulegen.diagnosis.evidence import EvidenceBuilder
 from rulegen.diagnosis.model import (
     ALERT_NAMES,
     EXPLAINS,
+    EXPLAINS_DIAGNOSES,
     ResolvedDiagnosis,
 )
-from rulegen.diagnosis.params import TTFT_METRIC, Context, Params, test_devices, window_of
+from rulegen.diagnosis.params import (
+    TTFT_METRIC,
+    XID_SIGNAL,
+    Context,
+    Params,
+    test_devices,
+    window_of,
+)
 from rulegen.host import host_of
 from rulegen.source.fields import Collector, duration, labels
 from rulegen.source.loader import PathKey
@@ -31,6 +39,7 @@ DEFAULT_SEVERITY = {
     "ttft_disk_bound": "critical",
     "throughput_network_bound": "warning",
     "gpu_kernel_contention": "warning",
+    "gpu_health": "critical",
 }
 
 
@@ -92,6 +101,18 @@ def resolve_diagnoses(
         resolved = _diagnosis(context, entry, name, spec_labels, alert_signals, spec.runbook_url)
         if resolved is not None and _ttft_readable(context, resolved):
             out.append(replace(resolved, left_open=left_open, ttft_histogram=ttft))
+    return _explain_diagnoses(out)
+
+
+def _explain_diagnoses(diagnoses: list[ResolvedDiagnosis]) -> tuple[ResolvedDiagnosis, ...]:
+    """A kind of ``EXPLAINS_DIAGNOSES`` also holds back the other diagnoses of the spec (their
+    alerts carry the same host label), after the catalog alerts it explains."""
+    out = []
+    for diagnosis in diagnoses:
+        if diagnosis.kind in EXPLAINS_DIAGNOSES:
+            others = tuple(d.name for d in diagnoses if d.kind not in EXPLAINS_DIAGNOSES)
+            diagnosis = replace(diagnosis, explains=(*diagnosis.explains, *others))
+        out.append(diagnosis)
     return tuple(out)
 
 
@@ -106,7 +127,21 @@ def _diagnosis(
     col, path = ctx.col, ctx.path
     before = len(col.diagnostics)
     for_seconds = duration(col, (*path, "for"), entry.for_, most=Decimal(86400))
-    window = window_of(ctx, entry.window)
+    raw_window = entry.window
+    if entry.kind == "gpu_health" and "window" not in entry.model_fields_set:
+        raw_window = ctx.catalog.signals[XID_SIGNAL].defaults.window or raw_window
+    window = window_of(ctx, raw_window)
+    if (
+        entry.kind == "gpu_health"
+        and for_seconds is not None
+        and window is not None
+        and for_seconds >= window
+    ):
+        col.error(
+            (*path, "for"),
+            f"must be shorter than the window ({units.format_duration(window)}): an XID is "
+            f"new for one window only, so the alert could never fire (got {entry.for_})",
+        )  # fmt: skip
     extra = labels(col, (*path, "labels"), entry.labels)
     if "diagnosis" in dict(extra):
         col.error((*path, "labels", "diagnosis"), "label 'diagnosis' is set by rulegen")
@@ -131,4 +166,6 @@ def _diagnosis(
         params.quantile, params.gpu_scale, params.link_speed,
         getattr(entry, "gpu_metric", "DCGM_FI_DEV_GPU_UTIL"), *devices, ctx.selectors,
         col.origin(path), runbook.replace("{alert}", name) if runbook else None,
+        ignore_xids=params.ignore_xids if entry.kind == "gpu_health" else None,
+        uncorrectable_rows=params.uncorrectable_rows or Decimal(512),
     )  # fmt: skip

@@ -49,6 +49,11 @@ _CONCLUSION = {
         "are fine; look for processes sharing the GPUs (nvidia-smi pmon), NCCL stalls or "
         "CUDA graph recaptures."
     ),
+    "gpu_health": (
+        "The GPU is the cause: slow or stalled requests on this host come from failing "
+        "hardware, not from load; drain the node, look the XID up in NVIDIA's XID catalog "
+        "(nvidia-smi -q -d ROW_REMAPPER shows the remapping) and reset or replace the GPU."
+    ),
 }
 
 
@@ -142,7 +147,9 @@ def _parts(
     where = "{{ $labels." + host + " }}"
     model = " of {{ $labels.model_name }}" if diagnosis.by_model else ""
     parts: list[str | _Query | Evidence] = [f"Evidence on {where}{model}: "]
-    for index, item in enumerate(diagnosis.evidence):
+    if diagnosis.kind == "gpu_health":
+        parts.append(_gpu_fault(diagnosis))
+    for index, item in enumerate(() if diagnosis.kind == "gpu_health" else diagnosis.evidence):
         if index:
             parts.append("; ")
         parts.append(go_escape(f"{item.about} is ", before_action=True))
@@ -165,6 +172,28 @@ def _parts(
             )
         )
     return parts
+
+
+def _gpu_fault(diagnosis: ResolvedDiagnosis) -> str:
+    """Which GPU, and which XID (the alert's value) or a row remap failure (``fault``)."""
+    window = units.format_duration(diagnosis.window_seconds)
+    ignored = (
+        f", XIDs {diagnosis.ignore_xids} not counted" if diagnosis.ignore_xids is not None else ""
+    )
+    rows = units.literal(diagnosis.uncorrectable_rows)
+    xid = go_escape(f" within the last {window} (new: not reported {window} before{ignored})")
+    remap = go_escape(
+        "can no longer remap memory rows (DCGM_FI_DEV_ROW_REMAP_FAILURE set, or at least "
+        f"{rows} rows remapped for uncorrectable errors)"
+    )
+    return (
+        "GPU {{ $labels.gpu }} "
+        '{{ if eq $labels.fault "xid" }}reported XID {{ $value }}'
+        + xid
+        + "{{ else }}"
+        + remap
+        + "{{ end }}"
+    )
 
 
 def _human(item: Evidence) -> str:
@@ -201,6 +230,10 @@ def summary(diagnosis: ResolvedDiagnosis) -> str:
         "ttft_disk_bound": f"{model}time to first token on {where} is disk-bound",
         "throughput_network_bound": f"{model}throughput on {where} is network-bound",
         "gpu_kernel_contention": f"GPU kernels on {where} are contended: requests wait, GPUs idle",
+        "gpu_health": (
+            "GPU {{ $labels.gpu }} on " + where + ' is failing: {{ if eq $labels.fault "xid" '
+            "}}XID {{ $value }}{{ else }}row remap failure{{ end }}"
+        ),
     }[diagnosis.kind]
 
 

@@ -132,6 +132,8 @@ def diagnosis_tests(
 
 def diagnosis_test(diagnosis: ResolvedDiagnosis, evaluation: Decimal, scrape: Decimal) -> TestCase:
     """The test case: the first host fires after ``for``, with exact labels and text."""
+    if diagnosis.kind == "gpu_health":
+        return _GpuHealthTest(diagnosis, Fraction(evaluation), Fraction(scrape)).test_case()
     problem = "the test values meet a threshold exactly"
     for factor in _FACTORS:
         model = _Model(diagnosis, Fraction(evaluation), Fraction(scrape), factor)
@@ -610,3 +612,165 @@ def _t(seconds: Fraction) -> str:
 
 def _selector(name: str, labels: Mapping[str, str]) -> str:
     return promql.series_text(name, labels)
+
+
+# --- gpu_health: per-GPU faults, sticky gauges --------------------------------------------
+
+# XIDs the gpu_health test raises: one that counts (not an application XID) and one the
+# default ``ignore_xids`` leaves out; the first candidate the spec's pattern allows.
+_HARDWARE_XIDS = ("79", "48", "63", "64", "74", "92", "94", "95", "119", "120")
+_APPLICATION_XIDS = ("43", "13", "31", "45", "68", "109")
+DCGM_XID = "DCGM_FI_DEV_XID_ERRORS"
+DCGM_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+DCGM_REMAPPED_ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+
+
+class _GpuHealthTest:
+    """Six hosts, two GPUs each, behind dcgm-exporter (``:9400``). Every fault starts at
+    ``start`` (after one whole window, so an XID present from the first sample is old by
+    then): a new XID on GPU 0 of the first host, a failed row remapping on GPU 1 of the second,
+    exactly ``uncorrectable_rows`` remapped rows on GPU 0 of the third; silent: an XID present
+    since the first sample (older than the window), an ignored XID, one row too few.
+
+    The XID alert fires at the first evaluation after ``start`` + ``for`` and stays firing for
+    the evaluations whose ``offset window`` still reads before ``start``; at ``start`` +
+    ``window`` the exporter shows the same XID one window ago: it resolves, the row-remap
+    alerts (sticky) go on."""
+
+    def __init__(self, diagnosis: ResolvedDiagnosis, evaluation: Fraction, scrape: Fraction):
+        self.d, self.eval, self.scrape = diagnosis, evaluation, scrape
+        self.window = Fraction(diagnosis.window_seconds)
+        self.start = _ceil(self.window + 2 * evaluation, evaluation)
+        self.fire_at = self.start + _ceil(Fraction(diagnosis.for_seconds), evaluation)
+        self.resolve_at = _ceil(self.start + self.window, evaluation)
+        self.steps = int((self.resolve_at + evaluation) / scrape) + 1
+        self.k = int(self.start / scrape)  # the first sample with the fault
+        ignore = diagnosis.ignore_xids
+        counted = [x for x in _HARDWARE_XIDS if ignore is None or not promql.full_match(ignore, x)]
+        if not counted:
+            raise SynthError(f"ignore_xids {ignore!r} leaves out every XID the test can raise")
+        self.xid = counted[0]
+        self.ignored: str | None = None
+        if ignore is not None:
+            known = [x for x in _APPLICATION_XIDS if promql.full_match(ignore, x)]
+            self.ignored = known[0] if known else promql.regex_example(ignore)
+        self.rows = Fraction(diagnosis.uncorrectable_rows)
+
+    def _host(self, n: int) -> str:
+        return f"gpu-node-{n}"
+
+    def _base(self, n: int, gpu: int) -> dict[str, str]:
+        labels = {"instance": f"{self._host(n)}:9400", "gpu": str(gpu), "UUID": f"GPU-{n}-{gpu}"}
+        if not self.d.host.derived:
+            labels[self.d.host.label] = self._host(n)
+        try:
+            return promql.satisfy(self.d.selectors.get("dcgm", ()), labels)
+        except ValueError as exc:
+            raise SynthError(f"selectors.dcgm: {exc}") from None
+
+    def _quiet(self) -> str:
+        return f"0x{self.steps - 1}"
+
+    def _from_start(self, value: Fraction | str) -> str:
+        """0 until ``start``, then ``value``."""
+        v = value if isinstance(value, str) else _num(value)
+        return f"0x{self.k - 1} {v}x{self.steps - self.k - 1}"
+
+    def _gpu(self, n: int, gpu: int, xid: str, remap: str, rows: str) -> list[InputSeries]:
+        """One GPU: its XID series (``new`` XID from ``start``, ``old`` from the first sample,
+        else none since the exporter started), its row-remap flag and remapped rows."""
+        base = self._base(n, gpu)
+        out = []
+        if xid.startswith("new "):
+            code = xid.removeprefix("new ")
+            # err_code="0" (no XID yet) until the XID replaces it: a new series, none before
+            out.append(
+                InputSeries(_selector(DCGM_XID, {**base, "err_code": "0"}), f"0x{self.k - 1}")
+            )
+            out.append(
+                InputSeries(
+                    _selector(DCGM_XID, {**base, "err_code": code}),
+                    f"_x{self.k} {code}x{self.steps - self.k - 1}",
+                )
+            )
+        elif xid.startswith("old "):
+            code = xid.removeprefix("old ")
+            out.append(
+                InputSeries(
+                    _selector(DCGM_XID, {**base, "err_code": code}), f"{code}x{self.steps - 1}"
+                )
+            )
+        else:
+            out.append(InputSeries(_selector(DCGM_XID, {**base, "err_code": "0"}), self._quiet()))
+        out.append(InputSeries(_selector(DCGM_REMAP_FAILURE, base), remap))
+        out.append(InputSeries(_selector(DCGM_REMAPPED_ROWS, base), rows))
+        return out  # fmt: skip
+
+    def _hosts(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+        """Per host: its name in the test title and, per GPU, (xid, remap, rows)."""
+        q = self._quiet()
+        fine = ("", q, q)
+        out = [
+            (f"a new XID {self.xid} on GPU 0", [(f"new {self.xid}", q, q), fine]),
+            ("a failed row remapping on GPU 1", [fine, ("", self._from_start("1"), q)]),
+            (f"{units.literal(Decimal(self.d.uncorrectable_rows))} rows remapped for "
+             "uncorrectable errors on GPU 0", [("", q, self._from_start(self.rows)), fine]),
+            (f"XID {self.xid} on GPU 0 since before the window", [(f"old {self.xid}", q, q), fine]),
+        ]  # fmt: skip
+        if self.ignored is not None:
+            out.append((f"an ignored XID {self.ignored} on GPU 0",
+                        [(f"new {self.ignored}", q, q), fine]))  # fmt: skip
+        out.append((
+            f"{units.literal(Decimal(self.d.uncorrectable_rows) - 1)} rows remapped on GPU 0, "
+            "no failure", [("", q, self._from_start(self.rows - 1)), fine],
+        ))  # fmt: skip
+        return out
+
+    def _expected(self, n: int, gpu: int, xid: str | None) -> ExpectedAlert:
+        labels = dict(self.d.labels)
+        labels.update({self.d.host.label: self._host(n), "gpu": str(gpu)})
+        labels["fault"] = "xid" if xid is not None else "row_remap"
+        if xid is not None:
+            labels["xid"] = xid
+        value = float(xid) if xid is not None else 1.0
+        texts = {
+            "summary": gotemplate.expand(summary(self.d), labels, value),
+            "description": predict_description(self.d, labels, {"gpu_health": value}),
+        }
+        if self.d.runbook_url:
+            texts["runbook_url"] = self.d.runbook_url
+        return ExpectedAlert(tuple(sorted(labels.items())), tuple(sorted(texts.items())))
+
+    def test_case(self) -> TestCase:
+        hosts = self._hosts()
+        series = tuple(
+            s
+            for n, (_, gpus) in enumerate(hosts, 1)
+            for g, (xid, remap, rows) in enumerate(gpus)
+            for s in self._gpu(n, g, xid, remap, rows)
+        )
+        name = self.d.name
+        xid_alert = self._expected(1, 0, self.xid)
+        remaps = (self._expected(2, 1, None), self._expected(3, 0, None))
+        firing = tuple(sorted((xid_alert, *remaps), key=lambda a: a.labels))
+        checks = [
+            AlertCheck(_t(self.fire_at - self.eval), name, (),
+                       "no host fires one evaluation earlier (the old XID is past its window)"),
+            AlertCheck(_t(self.fire_at), name, firing,
+                       "fires for the new XID and the two row-remap failures, each on its GPU"),
+        ]  # fmt: skip
+        last = self.resolve_at - self.eval
+        if last > self.fire_at:
+            still = "the XID is still new one evaluation before a window has passed"
+            checks.append(AlertCheck(_t(last), name, firing, still))
+        only = "the XID is one window old: only the row-remap failures fire"
+        remapped = tuple(sorted(remaps, key=lambda a: a.labels))
+        checks.append(AlertCheck(_t(self.resolve_at), name, remapped, only))
+        quiet = "; ".join(title for title, _ in hosts[3:])
+        loud = "; ".join(title for title, _ in hosts[:3])
+        title = f"{name}: fires for {loud}; silent for: {quiet}"
+        evaluations = int(self.resolve_at / self.eval) + 1
+        return TestCase(
+            title, Decimal(self.scrape.numerator) / self.scrape.denominator, series,
+            tuple(checks), (), evaluations,
+        )  # fmt: skip

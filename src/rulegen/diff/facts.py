@@ -289,6 +289,11 @@ def _diagnosis_fields(diagnosis: ResolvedDiagnosis) -> tuple[dict[str, str], dic
     """A diagnosis: each piece of evidence's threshold by its spec key, windows, quantile."""
     fields = {"kind": diagnosis.kind}
     for item in diagnosis.evidence:
+        if item.quantity == "gpu_health":
+            # no threshold of its own (> 0): the keys that decide what counts as a fault
+            fields["ignore_xids"] = diagnosis.ignore_xids or ""
+            fields["uncorrectable_rows"] = units.literal(diagnosis.uncorrectable_rows)
+            continue
         key = EVIDENCE_KEYS[item.quantity]
         fields[key] = units.format_human(item.threshold, item.unit)
     fields["window"] = units.format_duration(diagnosis.window_seconds)

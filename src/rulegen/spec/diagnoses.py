@@ -70,6 +70,24 @@ class GpuKernelContention(DiagnosisBase):
     virtual_devices: Regex = VIRTUAL_NICS
 
 
+class GpuHealth(DiagnosisBase):
+    """A GPU of the host with a new XID error (as the ``gpu_xid_errors`` signal defines it:
+    one it did not report ``window`` ago, ``ignore_xids`` left out) or a failed HBM row
+    remapping (as ``gpu_row_remap_failure``: the failure flag, or ``uncorrectable_rows``).
+
+    ``window`` is the XID's window (how long an XID stays new), not a rate window; ``for``
+    defaults to 0s, as for the two signals: both are sticky gauges, not noisy rates.
+    ``ignore_xids`` and ``uncorrectable_rows`` default to the signals' own defaults.
+    """
+
+    kind: Literal["gpu_health"]
+    for_: Duration = Field(default="0s", alias="for")
+    window: Duration = "1h"
+    ignore_xids: Regex = None
+    uncorrectable_rows: Scalar = None
+
+
 DiagnosisSpec = Annotated[
-    TTFTDiskBound | ThroughputNetworkBound | GpuKernelContention, Field(discriminator="kind")
+    TTFTDiskBound | ThroughputNetworkBound | GpuKernelContention | GpuHealth,
+    Field(discriminator="kind"),
 ]

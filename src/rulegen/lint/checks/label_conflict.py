@@ -27,6 +27,8 @@ def run(scope: Scope) -> None:
         keep = (
             {diagnosis.host.label, "model_name"} if diagnosis.by_model else {diagnosis.host.label}
         )
+        if diagnosis.kind == "gpu_health":
+            keep |= {"gpu", "xid", "fault"}  # which GPU, which XID: what the page names
         for name in sorted(dict(diagnosis.labels).keys() & keep):
             scope.report(
                 diagnosis.origin.path.child("labels", name),

@@ -12,14 +12,16 @@ def run(scope: Scope) -> None:
     routing file the page inhibits the ticket): a warning."""
     spec = scope.spec
     for diagnosis in spec.diagnoses:
-        held = {a.name: a for a in spec.alerts if a.name in diagnosis.explains}
-        for name, alert in held.items():
-            if SEVERITY_RANK[alert.severity] > SEVERITY_RANK[diagnosis.severity]:
+        # the alerts it explains, and the other diagnoses it holds back (gpu_health)
+        held = {a.name: a.severity for a in spec.alerts if a.name in diagnosis.explains}
+        held.update({d.name: d.severity for d in spec.diagnoses if d.name in diagnosis.explains})
+        for name, severity in held.items():
+            if SEVERITY_RANK[severity] > SEVERITY_RANK[diagnosis.severity]:
                 scope.report(
                     scope.field(diagnosis.origin.path, "severity"),
                     f"{diagnosis.name} ({diagnosis.severity}) holds back {name} "
-                    f"({alert.severity}) on its host: while the diagnosis fires, that page is "
-                    f"lost; give the diagnosis severity {alert.severity}",
+                    f"({severity}) on its host: while the diagnosis fires, that page is "
+                    f"lost; give the diagnosis severity {severity}",
                 )
     for slo in spec.slos:
         severities = {a.key: a.severity for a in slo.alerts}
