@@ -42,7 +42,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(example_build: Exam
     # The session's build of a copy of specs/ and signals/, with no rules/ and an empty cache.
     result = example_build.result
     assert result.code == 0, result.err
-    assert "promtool test rules: 6 file(s) passed" in result.out
+    assert "promtool test rules: 10 file(s) passed" in result.out
     assert "amtool routing tests: 33 passed" in result.out
     assert _snapshot(example_build.root / "rules") == _snapshot(REPO / "rules")
 
@@ -112,7 +112,7 @@ def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
     result = cli("build", "--test-cache", str(example_build.cache))
     assert result.code == 1
     line = spec.read_text().splitlines().index("  - signal: custom") + 1
-    assert f"specs/llm-serving.yaml:{line}:5: alerts[20]: alertname: GpuTemperatureHigh" in (
+    assert f"specs/llm-serving.yaml:{line}:5: alerts[36]: alertname: GpuTemperatureHigh" in (
         result.err
     )
     assert result.err.rstrip().endswith("rulegen: validation failed; nothing written")

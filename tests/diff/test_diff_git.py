@@ -133,14 +133,16 @@ def test_signals_and_the_routing_base_file_are_read_at_the_revision(repo: Path, 
     spec = WEB + "  - {signal: nvlink_utilization, threshold: 90%, severity: info}\n"
     commit(repo, {"signals/nvlink.yaml": signal, "specs/web.yaml": spec,
                   "specs/routing.yaml": ROUTING, "alertmanager/base.yml": BASE_FILE})  # fmt: skip
-    write_tree(repo, {"signals/nvlink.yaml": signal.replace(") / {{", ") / 2 / {{")})
+    edited = signal.replace("* {{ scale | literal }} /", "* {{ scale | literal }} / 2 /")
+    assert edited != signal
+    write_tree(repo, {"signals/nvlink.yaml": edited})
     (repo / "alertmanager" / "base.yml").unlink()
     result = cli("diff", "--base", "HEAD")
     assert result.code == 2  # the working tree's routing file names a base file that is gone
     assert result.err.startswith("current: specs/routing.yaml:")
     write_tree(repo, {"alertmanager/base.yml": BASE_FILE})
     out = cli("diff").out
-    assert "  changed  NvlinkUtilizationHigh\n    expr: changed\n" in out
+    assert "  changed  NvlinkUtilizationHigh\n    expr: …* 1024000 / 600000000000 → " in out
     assert "  recording rules: 1 changed (instance_gpu:dcgm_nvlink_bytes:utilization)\n" in out
     assert "DiskAwaitHigh" not in out
 

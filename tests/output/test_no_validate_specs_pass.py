@@ -284,6 +284,13 @@ def specs(draw: st.DrawFn, slos: bool | None = None) -> dict[str, Any]:
     if draw(st.integers(0, 3)) == 0:
         spec["host_label"] = draw(st.sampled_from(HOST_LABELS))
     spec["alerts"] = draw(alert_lists(scrape))
+    signals = {a["signal"] for a in spec["alerts"]}
+    if any(CATALOG.signals[n].family == "vllm" for n in signals - {"custom"}):
+        # the thresholds are drawn within the default buckets, those of the newest releases:
+        # declared, the rules read their names (undeclared: tests/alerts/test_vllm_*)
+        spec["vllm"] = {"version": draw(st.sampled_from(["0.34", "0.11"]))}
+    if "scrape_down" in signals and "selectors" not in spec:
+        spec["selectors"] = draw(st.sampled_from(SELECTORS))  # it reads up of each family's
     if slos if slos is not None else draw(st.integers(0, 3)) == 0:
         spec["slos"] = [draw(slo(0))]
     if draw(st.integers(0, 2)) == 0:

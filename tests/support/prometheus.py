@@ -76,6 +76,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# a number of the notation, exponent included (``4.87e-05``: its sign is not an increment's)
+_NUMBER = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
+
 def expand_values(text: str) -> list[float | None]:
     """promtool's expanding notation (``0+15x3 _ 7 stale``) → one value per step
     (``None`` for a missing or stale sample)."""
@@ -88,13 +92,13 @@ def expand_values(text: str) -> list[float | None]:
         if missing:
             out.extend([None] * int(missing.group(1)))
             continue
-        step = re.fullmatch(r"(-?[0-9.e+]+?)([+-])([0-9.e+]+)x(\d+)", token)
+        step = re.fullmatch(rf"(-?{_NUMBER})([+-])({_NUMBER})x(\d+)", token)
         if step:
             start, sign, delta, count = step.groups()
             increment = float(delta) if sign == "+" else -float(delta)
             out.extend(float(start) + increment * i for i in range(int(count) + 1))
             continue
-        repeat = re.fullmatch(r"(-?[0-9.e+]+)x(\d+)", token)  # ``axn`` is ``a+0xn``
+        repeat = re.fullmatch(rf"(-?{_NUMBER})x(\d+)", token)  # ``axn`` is ``a+0xn``
         if repeat:
             out.extend([float(repeat.group(1))] * (int(repeat.group(2)) + 1))
             continue

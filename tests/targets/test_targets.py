@@ -97,7 +97,7 @@ def test_prometheus_rule_of_the_example(service: ServiceOutput) -> None:
     assert list(obj["spec"]) == ["groups"]
     assert [g["name"] for g in obj["spec"]["groups"]] == SIGNAL_GROUPS + SLO_GROUPS
     assert obj["spec"]["groups"] == rule_file(groups)["groups"]
-    assert sum(len(g["rules"]) for g in obj["spec"]["groups"]) == 234
+    assert sum(len(g["rules"]) for g in obj["spec"]["groups"]) == 236
     assert validate_prometheus_rule(obj) == []
     # what the lead writes to DIR/kubernetes/ reads back as the same object
     assert yaml.safe_load(dump_yaml(obj, "specs/llm-serving.yaml")) == obj
@@ -600,6 +600,8 @@ def test_thanos_flags_of_the_example(service: ServiceOutput) -> None:
         (diagnoses, "TTFTDiskBound"),
         (diagnoses, "ThroughputNetworkBound"),
         (diagnoses, "GpuKernelContention"),
+        (diagnoses, "host_gpu:dcgm_gpu_fault:xid_or_row_remap"),
+        (diagnoses, "GpuHealthDegraded"),
         # ``unless``/``or`` over series a partial answer may lack: a read-only filesystem's
         # flag, an XID's value an hour ago, the requests that finished without an error
         (f"{SERVICE}-node", "FilesystemFreeSpaceLow"),
@@ -639,6 +641,8 @@ def test_thanos_flags_of_the_example(service: ServiceOutput) -> None:
         (f"{SERVICE}-grpc", grpc_ratio),
         (f"{SERVICE}-grpc", "GrpcErrorRatioHigh"),
         # unless / or fallbacks: flagged whatever the stores hold
+        (f"{SERVICE}-diagnoses", "host_gpu:dcgm_gpu_fault:xid_or_row_remap"),
+        (f"{SERVICE}-diagnoses", "GpuHealthDegraded"),
         (f"{SERVICE}-node", "FilesystemFreeSpaceLow"),
         (f"{SERVICE}-dcgm", "GpuXidError"),
         (f"{SERVICE}-vllm", "instance_model:vllm_request_success_error:ratio_rate5m"),

@@ -560,6 +560,15 @@ def fired_by_slot(vm: str, origin: int) -> LabelSets:
     return fired
 
 
+# (the case's alert, another alert) whose signals read the same series, where the case's
+# series rightly fire the other: no cross-talk between cases, a shared metric.
+SAME_SERIES = {
+    # the forecast's "high but flat" scenario holds the KV cache at 99%, above the usage
+    # alert's 95% (it shows the forecast stays silent where usage is high already)
+    ("KVCacheFullSoon", "KVCacheUsageHigh"),
+}
+
+
 def test_example_threshold_alerts_fire_for_their_incident_series_only(
     tmp_path: Path, servers: Servers
 ) -> None:
@@ -578,7 +587,7 @@ def test_example_threshold_alerts_fire_for_their_incident_series_only(
     cases = build_tests(
         spec.alerts, spec.evaluation_interval, spec.scrape_interval, spec.host_label
     )
-    assert len(cases) == 21
+    assert len(cases) == 37
 
     vm_port = free_port()
     vm = f"http://{HOST}:{vm_port}"
@@ -603,6 +612,8 @@ def test_example_threshold_alerts_fire_for_their_incident_series_only(
                     f"{case.name}: {name} did not fire for {sorted(wanted)}; fired: {got}"
                 )
         for name, found_sets in got.items():
+            if (case.name.split(":")[0], name) in SAME_SERIES:
+                continue
             for found in found_sets:
                 assert any(w <= found for w in expected[slot].get(name, ())), (
                     f"{case.name}: {name} fired for {sorted(found)}, which its test keeps silent"

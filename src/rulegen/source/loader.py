@@ -285,13 +285,16 @@ def _depth_bound(text: str) -> int:
     collections nest at most two per indentation column (a list may share its key's column),
     plus those a line opens itself (``- - a``, ``- a: b``), plus open flow brackets. Brackets
     inside quoted text can skew it; that only picks the parser, since the Python composer and
-    the builder both check the real depth.
+    the builder both check the real depth. Comment lines are left out (a comment aligned far
+    to the right of its entry would count as dozens of levels).
     """
     if len(text) <= MAX_DEPTH:
         return len(text)  # every level takes at least one character
     worst = flow = 0
     for line in text.splitlines():
         body = line.lstrip(" ")
+        if body.startswith("#"):
+            continue  # a comment opens nothing, however far it is indented
         opens = body.count("[") + body.count("{")
         starts = body.count("- ") + body.count(": ") + body.count("? ") + 1
         worst = max(worst, 2 * (len(line) - len(body)) + 2 + starts + flow + opens)
