@@ -28,7 +28,7 @@ BOOKWORM  := PATH="$(subst $(STACK_BIN):,,$(PATH))" RULEGEN_TEST_STACK=system RU
 # the 3.5 run checks them.)
 BOOKWORM_TESTS := tests/alerts/test_generated_tests_catch_mutations.py \
   tests/alerts/test_signals_promtool.py tests/alerts/test_disk_alerts_real_host.py \
-  tests/alerts/test_vllm_releases_prometheus.py \
+  tests/alerts/test_vllm_releases_prometheus.py tests/alerts/test_exporter_series_prometheus.py \
   tests/diagnosis/test_diagnosis_tests_catch_mutations.py tests/diagnosis/test_gpu_health.py \
   tests/slo/test_goodput.py \
   tests/slo/test_slo_tests_catch_mutations.py tests/slo/test_slo_fallbacks_catch_mutations.py \

@@ -42,39 +42,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, CliResult, write_tree
-from support.prometheus import HOST, NEEDS_PROMETHEUS, PrometheusServer, free_port
+from conftest import CliResult, write_tree
+from support.node_exporter import NEEDS_NODE_EXPORTER, node_exporter
+from support.prometheus import NEEDS_PROMETHEUS, PrometheusServer
 
 Cli = Callable[..., CliResult]
 LOG = logging.getLogger(__name__)  # the figures: pytest shows them on failure, or with
 # -o log_cli=true --log-cli-level=INFO
 
 
-def _node_exporter() -> str | None:
-    """``$RULEGEN_NODE_EXPORTER`` (what .ci/fetch-stack's env file sets), node_exporter on
-    PATH (Debian's ``prometheus-node-exporter``: bookworm's 1.5 when installed), else the one
-    ``make tools`` fetched with the 3.5 LTS stack (1.11; off PATH on the bookworm run)."""
-    configured = os.environ.get("RULEGEN_NODE_EXPORTER")
-    if configured:
-        return configured  # a wrong path fails loudly when it is started
-    found = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
-    if found:
-        return found
-    fetched = sorted(REPO.glob(".tools/*/root/usr/bin/prometheus-node-exporter"))
-    return str(fetched[0]) if fetched else None
-
-
-NODE_EXPORTER = _node_exporter()
 FIO = shutil.which("fio")
 
 pytestmark = [
     pytest.mark.slow,
     NEEDS_PROMETHEUS,
-    pytest.mark.skipif(
-        NODE_EXPORTER is None,
-        reason="needs node_exporter: `make tools` (fetched with the 3.5 LTS stack), "
-        "RULEGEN_NODE_EXPORTER, or the Debian package prometheus-node-exporter",
-    ),
+    NEEDS_NODE_EXPORTER,
     pytest.mark.skipif(FIO is None, reason="needs fio (the Debian package fio)"),
 ]
 
@@ -230,41 +212,6 @@ def disk_workdir(tmp_path: Path) -> Iterator[Workdir]:
 # --- the processes -----------------------------------------------------------------------------
 
 
-@contextmanager
-def node_exporter(workdir: Path) -> Iterator[str]:
-    """A real node_exporter with the diskstats collector alone, on a free 127.0.0.1 port;
-    yields its ``host:port``."""
-    assert NODE_EXPORTER is not None
-    address = f"{HOST}:{free_port()}"
-    log = workdir / "node_exporter.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [NODE_EXPORTER, f"--web.listen-address={address}",
-             "--collector.disable-defaults", "--collector.diskstats"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"node_exporter exited with {proc.returncode}:\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"http://{address}/metrics", timeout=2):
-                    break
-            except (urllib.error.URLError, OSError):
-                assert time.monotonic() < deadline, "node_exporter not ready within 30s"
-                time.sleep(0.1)
-        yield address
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def exported(address: str, device: str) -> bool:
     """Whether node_exporter exports both disk counters of ``device``."""
     with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as response:
@@ -343,7 +290,7 @@ def test_disk_alerts_fire_on_this_host_and_the_recordings_read_what_iostat_reads
         assert QUEUE_RECORD in rules.read_text()
 
         write_file(disk.folder / "load", FILE_MIB)
-        address = stack.enter_context(node_exporter(in_tmp))
+        address = stack.enter_context(node_exporter(in_tmp, ["diskstats"]))
         if not exported(address, device):
             pytest.skip(f"node_exporter exports no disk counters for {device}")
         (in_tmp / "data").mkdir()

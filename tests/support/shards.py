@@ -26,6 +26,7 @@ SLOW = 0.5
 COSTS: dict[str, tuple[float, float]] = {
     "tests/alerts/test_custom_rules.py": (0.2, 1.0),
     "tests/alerts/test_disk_alerts_real_host.py": (0, 30),
+    "tests/alerts/test_exporter_series_prometheus.py": (0, 25),
     "tests/alerts/test_generated_tests_catch_mutations.py": (1.5, 9.3),
     "tests/alerts/test_hostile_text.py": (0.1, 1.5),
     "tests/alerts/test_legal_specs_build.py": (0, 2.3),
