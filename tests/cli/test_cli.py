@@ -43,7 +43,7 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(example_build: Exam
     result = example_build.result
     assert result.code == 0, result.err
     assert "promtool test rules: 10 file(s) passed" in result.out
-    assert "amtool routing tests: 33 passed" in result.out
+    assert "amtool routing tests: 56 passed" in result.out
     assert _snapshot(example_build.root / "rules") == _snapshot(REPO / "rules")
 
 
