@@ -2,8 +2,9 @@
 
 Why: the promtool tests (``test_signals_promtool.py``, the generated ones) prove the rules
 against series written by hand. This proves the other half on a real host: that what a real
-node_exporter exports for a real block device, rated by the recordings of ``disk_utilization``
-and ``disk_queue_depth``, is iostat's %util and aqu-sz as computed independently from
+node_exporter exports for a real block device, rated by the recordings of ``disk_utilization``,
+``disk_queue_depth`` and ``disk_await``, is iostat's %util, aqu-sz and await as computed
+independently from
 ``/proc/diskstats`` over the same window, and that both alerts go pending, then firing, under
 real load.
 
@@ -16,8 +17,9 @@ run on free 127.0.0.1 ports; a bounded fio run (random 4 KiB direct reads, queue
 20 s, a 128 MiB file) loads the disk while a thread samples ``/proc/diskstats`` every 0.1 s
 and the test polls ``ALERTS``. Each recording evaluated at ``T`` whose window
 ``(T - 10s, T]`` lies inside the steady part of the run (2 s after fio starts to 1 s before it
-ends) must be within 10 % of Δio_ticks / Δt (%util) and Δtime_in_queue / Δt (aqu-sz) between
-``T - 10s`` and ``T``, interpolated from those samples. Skipped, with the reason, when no such
+ends) must be within 10 % of Δio_ticks / Δt (%util), Δtime_in_queue / Δt (aqu-sz) and
+Δ(read + write ms) / Δ(reads + writes) (await) between ``T - 10s`` and ``T``, interpolated from
+those samples. Skipped, with the reason, when no such
 folder is on a block device that /proc/diskstats and node_exporter report and that takes
 O_DIRECT, or when fio makes the disk less than 1.5 times as busy as the thresholds.
 """
@@ -71,6 +73,7 @@ FILE_MIB = 128
 SETTLE = 2.0  # seconds from fio's start before its load is steady (its start-up)
 UTIL_RECORD = "instance_device:node_disk_io_time_seconds:rate10s"
 QUEUE_RECORD = "instance_device:node_disk_io_time_weighted_seconds:rate10s"
+AWAIT_RECORD = "instance_device:node_disk_await_seconds:rate10s"
 ALERTS = ("DiskUtilizationHigh", "DiskQueueDepthHigh")
 
 SPEC = """
@@ -83,6 +86,9 @@ SPEC = """
       - {{signal: disk_utilization, threshold: 30%, window: 10s, for: 5s, severity: warning,
          matchers: 'device="{device}"'}}
       - {{signal: disk_queue_depth, threshold: 1, window: 10s, for: 5s, severity: warning,
+         matchers: 'device="{device}"'}}
+      # recorded only, compared with iostat's await (its threshold is out of fio's reach)
+      - {{signal: disk_await, threshold: 10s, window: 10s, severity: info,
          matchers: 'device="{device}"'}}
     """
 
@@ -104,14 +110,19 @@ def backing_disk(folder: Path) -> str | None:
     return real.name
 
 
-def diskstats(device: str) -> tuple[int, int] | None:
-    """``device``'s io_ticks and time_in_queue (weighted), in ms, from /proc/diskstats
-    (fields 10 and 11 after the name: Documentation/admin-guide/iostats.rst)."""
+Counters = tuple[int, int, int, int]
+"""io_ticks and time_in_queue (weighted) in ms; reads + writes completed; their time in ms."""
+
+
+def diskstats(device: str) -> Counters | None:
+    """``device``'s counters from /proc/diskstats (fields 1, 4, 5, 8, 10 and 11 after the
+    name: Documentation/admin-guide/iostats.rst)."""
     with Path("/proc/diskstats").open(encoding="ascii") as stats:
         for line in stats:
             fields = line.split()
             if len(fields) >= 14 and fields[2] == device:
-                return int(fields[12]), int(fields[13])
+                done = int(fields[3]) + int(fields[7])
+                return int(fields[12]), int(fields[13]), done, int(fields[6]) + int(fields[10])
     return None
 
 
@@ -120,7 +131,7 @@ class Sampler:
     """/proc/diskstats of one device every 0.1 s, with Unix times, in a thread."""
 
     device: str
-    samples: list[tuple[float, int, int]] = field(default_factory=list)
+    samples: list[tuple[float, Counters]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def _run(self) -> None:
@@ -128,7 +139,7 @@ class Sampler:
             before = time.time()
             counters = diskstats(self.device)
             assert counters is not None
-            self.samples.append(((before + time.time()) / 2, *counters))
+            self.samples.append(((before + time.time()) / 2, counters))
 
     @contextmanager
     def running(self) -> Iterator[Sampler]:
@@ -140,19 +151,22 @@ class Sampler:
             self._stop.set()
             thread.join()
 
-    def at(self, t: float) -> tuple[float, float]:
-        """Both counters (ms) at ``t``, interpolated between the samples around it."""
-        for (t0, a0, b0), (t1, a1, b1) in pairwise(self.samples):
+    def at(self, t: float) -> tuple[float, ...]:
+        """The counters at ``t``, interpolated between the samples around it."""
+        for (t0, c0), (t1, c1) in pairwise(self.samples):
             if t0 <= t <= t1:
                 f = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
-                return a0 + f * (a1 - a0), b0 + f * (b1 - b0)
+                return tuple(a + f * (b - a) for a, b in zip(c0, c1, strict=True))
         raise ValueError(f"no samples around {t}")
 
-    def rates(self, start: float, end: float) -> tuple[float, float]:
-        """%util (0-1) and aqu-sz over ``[start, end]``, as iostat computes them."""
-        (ticks0, queue0), (ticks1, queue1) = self.at(start), self.at(end)
+    def rates(self, start: float, end: float) -> tuple[float, float, float]:
+        """%util (0-1), aqu-sz and await (s) over ``[start, end]``, as iostat computes them."""
+        (ticks0, queue0, done0, spent0), (ticks1, queue1, done1, spent1) = (
+            self.at(start), self.at(end),
+        )  # fmt: skip
         elapsed_ms = (end - start) * 1000
-        return (ticks1 - ticks0) / elapsed_ms, (queue1 - queue0) / elapsed_ms
+        await_s = (spent1 - spent0) / 1000 / (done1 - done0) if done1 > done0 else 0.0
+        return (ticks1 - ticks0) / elapsed_ms, (queue1 - queue0) / elapsed_ms, await_s
 
 
 @dataclass
@@ -288,6 +302,7 @@ def test_disk_alerts_fire_on_this_host_and_the_recordings_read_what_iostat_reads
         rules = in_tmp / "rules" / "prometheus" / f"{SERVICE}.rules.yml"
         assert UTIL_RECORD in rules.read_text()
         assert QUEUE_RECORD in rules.read_text()
+        assert AWAIT_RECORD in rules.read_text()
 
         write_file(disk.folder / "load", FILE_MIB)
         address = stack.enter_context(node_exporter(in_tmp, ["diskstats"]))
@@ -335,7 +350,7 @@ def check(
     device = disk.device
     # steady load: from SETTLE after fio's start to a second before it ended
     steady = (fio_start + SETTLE, fio_end - 1.0)
-    util, queue = sampler.rates(*steady)
+    util, queue, _ = sampler.rates(*steady)
     fio_util = json.loads((disk.folder / "fio.json").read_text()).get("disk_util", [])
     if util < 1.5 * UTIL or queue < 1.5 * QUEUE:
         pytest.skip(
@@ -347,7 +362,7 @@ def check(
     report = [f"{device}: fio {FIO_SECONDS}s, steady {util:.1%} util, aqu-sz {queue:.2f}; "
               f"fio's own util {[d.get('util') for d in fio_util]}"]  # fmt: skip
     compared = 0
-    for record, index in ((UTIL_RECORD, 0), (QUEUE_RECORD, 1)):
+    for record, index in ((UTIL_RECORD, 0), (QUEUE_RECORD, 1), (AWAIT_RECORD, 2)):
         [series] = samples(server, f'{record}{{device="{device}"}}', fio_start - WINDOW, end)
         assert series["metric"] == {
             "__name__": record, "device": device, "instance": address, "job": "node",
@@ -357,12 +372,12 @@ def check(
             if at - WINDOW < steady[0] or at > steady[1]:
                 continue
             recorded, mine = float(value), sampler.rates(at - WINDOW, at)[index]
-            report.append(f"{record} @{at - fio_start:5.1f}s: {recorded:.4f} vs {mine:.4f} "
+            report.append(f"{record} @{at - fio_start:5.1f}s: {recorded:.4g} vs {mine:.4g} "
                           f"({recorded / mine - 1:+.1%})")  # fmt: skip
             assert abs(recorded - mine) <= TOLERANCE * mine, "\n".join(report)
             compared += 1
     LOG.info("%s", "\n".join(report))
-    assert compared >= 2 * 3, "\n".join(report)  # at least three windows of each
+    assert compared >= 3 * 3, "\n".join(report)  # at least three windows of each
 
     # 2. both alerts went pending, then firing `for` later, during the run, with their labels
     history = samples(server, f'ALERTS{{service="{SERVICE}",device="{device}"}}',
