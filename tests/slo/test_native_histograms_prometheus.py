@@ -18,14 +18,13 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from conftest import ON_PROMETHEUS_2, rendered_rules
-from support.prometheus import HOST, NEEDS_PROMETHEUS, PrometheusServer
+from support.exposition import exporter
+from support.prometheus import NEEDS_PROMETHEUS, PrometheusServer
 
 pytestmark = [
     pytest.mark.slow,
@@ -83,28 +82,8 @@ class _Histogram:
 @pytest.fixture(scope="module")
 def target() -> Iterator[str]:
     """The exporter on a free port of 127.0.0.1; its ``host:port``."""
-    histogram = _Histogram()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802  (http.server's name)
-            body = histogram.exposition()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer((HOST, 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"{HOST}:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with exporter(_Histogram().exposition) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

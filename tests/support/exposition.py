@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,17 +61,25 @@ class Exposition:
 
 @contextmanager
 def serving(text: str) -> Iterator[str]:
-    """An exporter serving ``text`` on a free port of 127.0.0.1 (any path); its host:port."""
-    exposition = Exposition(text)
+    """An exporter serving ``text`` on a free port of 127.0.0.1 (any path), its counters
+    growing with every scrape; its ``host:port``."""
+    with exporter(Exposition(text).scrape) as address:
+        yield address
+
+
+@contextmanager
+def exporter(body: Callable[[], bytes]) -> Iterator[str]:
+    """An HTTP exporter on a free port of 127.0.0.1 answering every GET with ``body()``
+    (text format 0.0.4); its ``host:port``, stopped on exit."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802  (http.server's name)
-            body = exposition.scrape()
+            payload = body()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(payload)
 
         def log_message(self, *_: Any) -> None:
             return
