@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import rendered_rules
+from conftest import ON_PROMETHEUS_2, rendered_rules
 from support import promtool_cases
 
 pytestmark = [
@@ -245,16 +245,17 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return rendered_rules(tmp_path_factory.mktemp("spec"), {"specs/infer.yaml": SPEC})
 
 
-@pytest.fixture(scope="module")
-def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Every promtool run of the module, by mutation (``original`` for the unmutated file)."""
+def _run_all(
+    built: Path, mutations: list[Mutation], factory: pytest.TempPathFactory
+) -> dict[str, Run]:
+    """Every promtool run of a built spec, by mutation (``original`` for the unmutated file)."""
     text = (built / RULES).read_text()
     jobs: dict[str, str] = {"original": text}
-    jobs.update({m.broken: m.apply(text) for m in MUTATIONS})
-    mutated = {m.broken: m.rule for m in MUTATIONS}
+    jobs.update({m.broken: m.apply(text) for m in mutations})
+    mutated = {m.broken: m.rule for m in mutations}
 
     # The folders are made before the threads start: tmp_path_factory is not thread-safe.
-    roots = {key: tmp_path_factory.mktemp("run") for key in jobs}
+    roots = {key: factory.mktemp("run") for key in jobs}
     cases = promtool_cases.split(built, TESTS)
 
     def run(key: str) -> tuple[str, Run]:
@@ -272,6 +273,12 @@ def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(run, jobs))
+
+
+@pytest.fixture(scope="module")
+def runs(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Every promtool run of the classic-histogram spec."""
+    return _run_all(built, MUTATIONS, tmp_path_factory)
 
 
 def test_the_spec_has_four_diagnoses_and_their_tests(built: Path) -> None:
@@ -300,6 +307,76 @@ def test_the_generated_tests_pass_on_the_generated_rules(runs: dict[str, Run]) -
 def test_a_mutated_rule_fails_the_generated_tests(mutation: Mutation, runs: dict[str, Run]) -> None:
     run = runs[mutation.broken]
     # The edit is still a valid rule file: only the unit tests can tell it is wrong.
+    assert run.checked.returncode == 0, run.checked.stderr
+    assert not run.passed, "the generated tests pass: the mutation is not caught"
+    assert "FAILED" in run.output
+
+
+# The NHCB twin (Prometheus 3): the diagnoses that read TTFT, on the vllm family stored as
+# native histograms with custom buckets (``histograms: {vllm: nhcb}``). The TTFT recording is
+# then ``histogram_quantile`` over the native series' rate (no ``le``); the generated tests feed
+# one NHCB series per host and model, and the same kinds of mutation must fail them.
+NHCB_SPEC = """
+    version: 1
+    service: infer
+    evaluation_interval: 1m
+    histograms: {vllm: nhcb}
+    alerts:
+      - {signal: ttft_latency, threshold: 500ms, severity: critical}
+      - {signal: disk_utilization, threshold: 90%, severity: warning}
+      - {signal: network_saturation, threshold: 80%, severity: warning}
+    diagnoses:
+      - kind: ttft_disk_bound
+      - kind: throughput_network_bound
+    """
+TTFT_RECORD = "host_model:vllm_time_to_first_token_seconds:p99_rate5m"
+
+# fmt: off
+NHCB_MUTATIONS = [
+    Mutation("nhcb TTFTDiskBound: disk 0.7 -> 0.8", "TTFTDiskBound", f"{DISK} > 0.7",
+             f"{DISK} > 0.8"),
+    Mutation("nhcb TTFTDiskBound: and on (host) -> or on (host)", "TTFTDiskBound",
+             "\n      and on (host)\n", "\n      or on (host)\n"),
+    Mutation("nhcb TTFTDiskBound: the ttft clause made always true", "TTFTDiskBound",
+             f"{TTFT} > 0.5\n", f"{TTFT} >= 0\n"),
+    Mutation("nhcb ThroughputNetworkBound: ttft fine <= 0.5 -> > 0.5", "ThroughputNetworkBound",
+             f"{TTFT} <= 0.5", f"{TTFT} > 0.5"),
+    Mutation("nhcb ThroughputNetworkBound: the ttft clause dropped", "ThroughputNetworkBound",
+             f"\n      and on (host, model_name)\n      {TTFT} <= 0.5", ""),
+    Mutation("nhcb ttft recording: model_name dropped from by", TTFT_RECORD,
+             "sum by (host, model_name) (", "sum by (host) ("),
+    Mutation("nhcb ttft recording: quantile 0.99 -> 0.01", TTFT_RECORD,
+             "histogram_quantile(0.99,", "histogram_quantile(0.01,"),
+    Mutation("nhcb ttft recording keeps the port: host regex -> (.*)", TTFT_RECORD, HOST,
+             HOST.replace("(.+?)(?::[0-9]+)?", "(.*)")),
+    Mutation("nhcb ttft recording reads the classic buckets", TTFT_RECORD,
+             "rate(vllm:time_to_first_token_seconds[5m])",
+             "rate(vllm:time_to_first_token_seconds_bucket[5m])"),
+]
+# fmt: on
+
+
+@pytest.fixture(scope="module")
+def nhcb_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Every promtool run of the NHCB twin."""
+    built = rendered_rules(tmp_path_factory.mktemp("nhcb"), {"specs/infer.yaml": NHCB_SPEC})
+    assert "{{schema:-53 " in (built / TESTS).read_text()  # the tests feed NHCB series
+    return _run_all(built, NHCB_MUTATIONS, tmp_path_factory)
+
+
+@pytest.mark.skipif(ON_PROMETHEUS_2, reason="native histograms need Prometheus 3")
+def test_the_nhcb_twin_passes_its_generated_tests(nhcb_runs: dict[str, Run]) -> None:
+    run = nhcb_runs["original"]
+    assert run.checked.returncode == 0, run.checked.stderr
+    assert run.passed, run.output
+
+
+@pytest.mark.skipif(ON_PROMETHEUS_2, reason="native histograms need Prometheus 3")
+@pytest.mark.parametrize("mutation", NHCB_MUTATIONS, ids=lambda m: m.broken)
+def test_a_mutated_nhcb_rule_fails_the_generated_tests(
+    mutation: Mutation, nhcb_runs: dict[str, Run]
+) -> None:
+    run = nhcb_runs[mutation.broken]
     assert run.checked.returncode == 0, run.checked.stderr
     assert not run.passed, "the generated tests pass: the mutation is not caught"
     assert "FAILED" in run.output
