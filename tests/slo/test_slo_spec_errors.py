@@ -567,6 +567,57 @@ CASES: list[Case] = [
             "(http_requests_total): no event could ever count as good"
         ),
     ),
+    Case(
+        "a good selector of another metric must carry every matcher of total but le",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  ratio:
+                    good: 'x_bucket{le="0.4"}'
+                    total: 'x_count{verb!="WATCH"}'
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:15: slos[0].sli.ratio.good: must select a subset of total's "
+            'events: total matches verb!="WATCH", which good does not (write the same matcher '
+            "on both)"
+        ),
+    ),
+    Case(
+        "a ratio with both errors and good is rejected at the ratio",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  ratio: {good: 'y{code="200"}', errors: 'y{code="500"}', total: y}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:7:14: slos[0].sli.ratio: needs exactly one of errors and good "
+            "beside total (got both)"
+        ),
+    ),
+    Case(
+        "a good selector identical to total (no event ever an error) is rejected at good",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  ratio: {good: y, total: y}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:7:21: slos[0].sli.ratio.good: selects every event of total (y): "
+            "no event could ever count as an error"
+        ),
+    ),
     # --- names and group_by --------------------------------------------------------------
     Case(
         "two SLOs with one name are rejected at the second",

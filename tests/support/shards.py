@@ -74,6 +74,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/slo/test_slo_spec_errors.py": (0.9, 168),
     "tests/slo/test_slo_tests_catch_mutations.py": (0, 61),
     "tests/slo/test_slo_native_twins_catch_mutations.py": (0, 70),
+    "tests/slo/test_good_ratio_catch_mutations.py": (0, 12),
     "tests/slo/test_native_histograms_prometheus.py": (0, 30),
     "tests/targets/test_victoriametrics.py": (2.1, 0.2),
     "tests/targets/test_victoriametrics_e2e.py": (0, 150),
@@ -105,6 +106,7 @@ BOOKWORM_COSTS: dict[str, tuple[float, float]] = {
     "tests/routing/test_routing.py": (0.3, 60),  # the example's validated build (2.42)
     "tests/slo/test_slo_promtool.py": (0, 154),
     "tests/slo/test_slo_tests_catch_mutations.py": (0, 110),
+    "tests/slo/test_good_ratio_catch_mutations.py": (0, 22),
     "tests/slo/test_utf8_names.py": (0, 0.5),
     "tests/targets/test_victoriametrics_e2e.py": (0, 71),
     "tests/targets/test_victoriametrics_replay_safe.py": (0, 51),

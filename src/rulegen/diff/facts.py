@@ -32,7 +32,7 @@ from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.render.prometheus import condition_promql, quantity_promql
 from rulegen.routing.model import ResolvedRouting
-from rulegen.slo.model import GoodputSLI, LatencySLI, ResolvedSLO, SLOAlert
+from rulegen.slo.model import GoodputSLI, GoodRatioSLI, LatencySLI, ResolvedSLO, SLOAlert
 from rulegen.slo.rules import INCOMPLETE
 
 Kind = Literal["alert", "diagnosis", "slo"]
@@ -348,4 +348,6 @@ def _sli_fields(slo: ResolvedSLO) -> Mapping[str, str]:
         if sli.matchers:
             out["sli.latency.matchers"] = ", ".join(m.render() for m in sli.matchers)
         return out
+    if isinstance(sli, GoodRatioSLI):
+        return {"sli.ratio.good": sli.good.render(), "sli.ratio.total": sli.total.render()}
     return {"sli.ratio.errors": sli.errors.render(), "sli.ratio.total": sli.total.render()}

@@ -39,6 +39,16 @@ class RatioSLI:
 
 
 @dataclass(frozen=True)
+class GoodRatioSLI:
+    """Good events over total events, from two counters: a histogram's bucket over its count,
+    or one family's successes over another's requests. The good events must be a subset of
+    the total's (``rulegen.slo.resolve`` checks the matchers); the errors are total − good."""
+
+    good: Selector
+    total: Selector
+
+
+@dataclass(frozen=True)
 class LatencySLI:
     """Events slower than ``threshold`` (a bucket bound of the histogram ``metric``).
 
@@ -104,7 +114,7 @@ class GoodputSLI:
         return self.first.total
 
 
-SLI = RatioSLI | LatencySLI | GoodputSLI
+SLI = RatioSLI | GoodRatioSLI | LatencySLI | GoodputSLI
 
 
 def histogram_reads(sli: SLI) -> tuple[LatencySLI, ...]:
@@ -149,7 +159,7 @@ class ResolvedSLO:
     objective: Decimal
     window: Decimal
     description: str | None
-    sli: RatioSLI | LatencySLI | GoodputSLI
+    sli: SLI
     group_by: tuple[str, ...]
     alert_name: str
     alerts: tuple[SLOAlert, ...]

@@ -23,6 +23,7 @@ from rulegen.slo.model import (
     SLI,
     TICKET,
     GoodputSLI,
+    GoodRatioSLI,
     LatencySLI,
     RatioSLI,
     ResolvedSLO,
@@ -190,17 +191,28 @@ def _sli(
     if sli.goodput is not None:
         return _goodput(col, (*path, "goodput"), sli.goodput, catalog, histograms)
     if sli.ratio is not None:
-        version = histograms.version
-        errors = _selector(col, (*path, "ratio", "errors"), sli.ratio.errors, version)
-        total = _selector(col, (*path, "ratio", "total"), sli.ratio.total, version)
-        if errors is None or total is None:
-            return None
-        problem = _subset_problem(errors, total)
-        if problem is not None:
-            col.error((*path, "ratio", "errors"), problem)
-            return None
-        return RatioSLI(errors, total)
+        return _ratio(col, (*path, "ratio"), sli.ratio, histograms.version)
     return _latency(col, (*path, "latency"), sli.latency, catalog, histograms)
+
+
+def _ratio(
+    col: Collector, path: PathKey, spec: Any, version: PrometheusVersion
+) -> RatioSLI | GoodRatioSLI | None:
+    """``errors`` over ``total``, or ``good`` over ``total`` (exactly one of errors and good)."""
+    if (spec.errors is None) == (spec.good is None):
+        found = "both" if spec.errors is not None else "neither"
+        col.error(path, f"needs exactly one of errors and good beside total (got {found})")
+        return None
+    key = "errors" if spec.errors is not None else "good"
+    part = _selector(col, (*path, key), getattr(spec, key), version)
+    total = _selector(col, (*path, "total"), spec.total, version)
+    if part is None or total is None:
+        return None
+    problem = _subset_problem(part, total, key)
+    if problem is not None:
+        col.error((*path, key), problem)
+        return None
+    return RatioSLI(part, total) if key == "errors" else GoodRatioSLI(part, total)
 
 
 def scoped(sli: SLI, selectors: Mapping[str, str], catalog: Catalog) -> SLI:
@@ -225,6 +237,12 @@ def scoped(sli: SLI, selectors: Mapping[str, str], catalog: Catalog) -> SLI:
             Selector(errors.metric, more(errors.metric, errors.matchers)),
             Selector(total.metric, more(total.metric, total.matchers)),
         )
+    if isinstance(sli, GoodRatioSLI):
+        good, total = sli.good, sli.total
+        return GoodRatioSLI(
+            Selector(good.metric, more(good.metric, good.matchers)),
+            Selector(total.metric, more(total.metric, total.matchers)),
+        )
     if isinstance(sli, GoodputSLI):
         return GoodputSLI(
             tuple(replace(one, matchers=more(one.metric, one.matchers)) for one in sli.latencies)
@@ -247,16 +265,34 @@ def _selector(
     return Selector(metric, matchers)
 
 
-def _subset_problem(errors: Selector, total: Selector) -> str | None:
-    """Errors of the same metric must be some, not none and not all, of total's series."""
-    if errors.metric != total.metric:
+def _subset_problem(part: Selector, total: Selector, key: str = "errors") -> str | None:
+    """The errors (or good events) must be some, not none and not all, of total's events.
+
+    Of the same metric: their matchers must leave some of total's series in and some out.
+    Of another metric (a bucket over a count, one family's successes over another's
+    requests): the series cannot be compared, so every matcher of the total, but on ``le``,
+    must be one of the part's too; otherwise the part counts events the total does not
+    (``verb!="WATCH"`` on the count and not on the bucket), and the ratio is not a share.
+    """
+    if part.metric != total.metric:
+        own = set(part.matchers)
+        missing = [m for m in total.matchers if m.name != "le" and m not in own]
+        if missing:
+            shown = ", ".join(m.render() for m in missing)
+            return (
+                f"must select a subset of total's events: total matches {shown}, which "
+                f"{key} does not (write the same matcher on both)"
+            )
         return None
     try:
-        bad = promql.satisfy((*errors.matchers, *total.matchers), {})
+        bad = promql.satisfy((*part.matchers, *total.matchers), {})
     except ValueError:
-        return f"selects no event of total ({total.render()}): errors must be a subset of total"
-    if promql.refused(errors.matchers, total.matchers, bad) is None:
-        return f"selects every event of total ({total.render()}): no event could ever count as good"
+        return f"selects no event of total ({total.render()}): {key} must be a subset of total"
+    if promql.refused(part.matchers, total.matchers, bad) is None:
+        other = "an error" if key == "good" else "good"
+        return (
+            f"selects every event of total ({total.render()}): no event could ever count as {other}"
+        )
     return None
 
 

@@ -26,7 +26,7 @@ from rulegen.generated import (
     RuleGroup,
     Threshold,
 )
-from rulegen.slo.model import GoodputSLI, LatencySLI, ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.model import GoodputSLI, GoodRatioSLI, LatencySLI, ResolvedSLO, SLOAlert, Tier
 from rulegen.slo.resolve import base_window, format_fraction, windows_of
 from rulegen.slo.windows import LOOKBACK, Term, base_steps, chain_of, fallback, plan_windows
 from rulegen.templating import go_escape
@@ -124,10 +124,14 @@ def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
     recorded = _sum(slo, own_selector(slo, TOTAL + span))
     if isinstance(sli, GoodputSLI):
         return _goodput_errors(slo, sli, window, recorded)
-    if isinstance(sli, LatencySLI):
-        counter = _native_good(sli) if sli.native else _Counter(sli.good.render())
+    if isinstance(sli, LatencySLI | GoodRatioSLI):
+        if isinstance(sli, LatencySLI) and sli.native:
+            counter = _native_good(sli)
+        else:
+            counter = _Counter(sli.good.render())
         good = _sum(slo, _increase(slo, counter, window))
-        # count and bucket come from one scrape; the clamp only guards odd resets.
+        # count and bucket come from one scrape; the clamp only guards odd resets (and, for
+        # good events of another family, a good counter scraped ahead of its total).
         return f"clamp_min(\n  {recorded}\n  -\n  {good},\n  0\n)"
     errors = _sum(slo, _increase(slo, _Counter(sli.errors.render()), window))
     # No error series yet is zero errors, not a missing SLI.

@@ -16,7 +16,14 @@ from rulegen.core.histograms import power_of_two_above, power_of_two_below
 from rulegen.core.nativeseries import Layout, exponential_index
 from rulegen.core.nativeseries import expanding as native_expanding
 from rulegen.generated import InputSeries
-from rulegen.slo.model import GoodputSLI, LatencySLI, RatioSLI, ResolvedSLO, SLOAlert
+from rulegen.slo.model import (
+    GoodputSLI,
+    GoodRatioSLI,
+    LatencySLI,
+    RatioSLI,
+    ResolvedSLO,
+    SLOAlert,
+)
 from rulegen.slo.simulate import Traffic
 
 
@@ -95,9 +102,35 @@ class SeriesMaker:
 
     def _series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
         sli = self.slo.sli
-        assert isinstance(sli, RatioSLI)
         good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
+        if isinstance(sli, GoodRatioSLI):
+            return self._good_ratio(sli, traffic, good)
+        assert isinstance(sli, RatioSLI)
         return self._ratio(sli, traffic, good)
+
+    def _good_ratio(
+        self, sli: GoodRatioSLI, traffic: Traffic, good: tuple[int, ...]
+    ) -> tuple[InputSeries, ...]:
+        """The good counter and the total one: of one metric, a good series and one of
+        errors (the total's series are both); of two, one series each, the good one with the
+        labels both selectors accept (it counts a subset of the total's events)."""
+        if sli.good.metric == sli.total.metric:
+            fine = _satisfy((*sli.good.matchers, *sli.total.matchers), dict(self.group))
+            bad = promql.refused(sli.good.matchers, sli.total.matchers, fine)
+            if bad is None:
+                raise SLOTestError(
+                    "no label value that the total selector accepts and good refuses"
+                )
+            return (
+                _input(sli.good.metric, fine, good),
+                _input(sli.total.metric, bad, traffic.errors),
+            )
+        total_labels = _satisfy(sli.total.matchers, dict(self.group))
+        good_labels = _satisfy(sli.good.matchers, dict(total_labels))
+        return (
+            _input(sli.total.metric, total_labels, traffic.total),
+            _input(sli.good.metric, good_labels, good),
+        )
 
     def _ratio(
         self, sli: RatioSLI, traffic: Traffic, good: tuple[int, ...]
@@ -179,6 +212,8 @@ def _selector_matchers(slo: ResolvedSLO) -> tuple[promql.Matcher, ...]:
         return tuple(m for one in sli.latencies for m in one.matchers)
     if isinstance(sli, LatencySLI):
         return sli.matchers
+    if isinstance(sli, GoodRatioSLI):
+        return (*sli.good.matchers, *sli.total.matchers)
     return (*sli.errors.matchers, *sli.total.matchers)
 
 

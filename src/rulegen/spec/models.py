@@ -96,9 +96,11 @@ class GroupSpec(SpecBase):
 
 
 class RatioSLI(SpecBase):
-    """Errors over total, both counter selectors (rulegen adds the ``increase``)."""
+    """Errors (or good events) over total, counter selectors (rulegen adds the ``increase``).
+    Exactly one of ``errors`` and ``good`` (checked in ``rulegen.slo.resolve``)."""
 
-    errors: str
+    errors: str | None = None
+    good: str | None = None
     total: str
 
 

@@ -8,7 +8,7 @@ from rulegen.core import promql
 from rulegen.errors import FieldPath
 from rulegen.lint.check import Check, Scope, Server
 from rulegen.pipeline.service import ResolvedSpec
-from rulegen.slo.model import GoodputSLI, LatencySLI
+from rulegen.slo.model import GoodputSLI, GoodRatioSLI, LatencySLI
 
 DAY = 86400
 
@@ -44,7 +44,8 @@ def reads(spec: ResolvedSpec) -> Iterator[Read]:
                 where = path.child("goodput", "latencies", index)
                 yield slo.alert_name, where, ((_histogram_selector(one),),)
         else:
-            for counter in (sli.errors, sli.total):
+            part = sli.good if isinstance(sli, GoodRatioSLI) else sli.errors
+            for counter in (part, sli.total):
                 yield slo.alert_name, path, ((counter.render(),),)
 
 
