@@ -354,15 +354,68 @@ def test_events_queries_that_are_refused(query: str, reason: str) -> None:
     assert reason in found
 
 
-def test_openslo_good_with_two_extra_matchers_is_refused() -> None:
-    good = slo_common.events('sum(rate(a{x="1",code!~"5..",y="2"}[{{.window}}]))')
-    total = slo_common.events('sum(rate(a{x="1"}[{{.window}}]))')
-    assert isinstance(good, slo_common.Events)
-    assert isinstance(total, slo_common.Events)
-    assert slo_common.complement_sli(good, total) == (
-        "good is not total with exactly one more matcher: the errors (total minus good) would "
-        "not be one selector"
+def _events(query: str) -> slo_common.Events:
+    found = slo_common.events(query)
+    assert isinstance(found, slo_common.Events), found
+    return found
+
+
+@pytest.mark.parametrize(
+    ("good", "total", "expected"),
+    [
+        # two extra matchers: not one inverted selector, but a good-over-total ratio
+        (
+            'a{x="1",code!~"5..",y="2"}',
+            'a{x="1"}',
+            {"good": 'a{x="1",code!~"5..",y="2"}', "total": 'a{x="1"}'},
+        ),
+        # OpenSLO's latency objective: a bucket over the count, both without WATCH
+        (
+            'x_bucket{le="0.4",verb!="WATCH"}',
+            'x_count{verb!="WATCH"}',
+            {"good": 'x_bucket{le="0.4",verb!="WATCH"}', "total": 'x_count{verb!="WATCH"}'},
+        ),
+        # another family's successes over the requests
+        (
+            'jobs_succeeded_total{queue="a"}',
+            'jobs_started_total{queue="a"}',
+            {"good": 'jobs_succeeded_total{queue="a"}', "total": 'jobs_started_total{queue="a"}'},
+        ),
+    ],
+    ids=["two extra matchers", "bucket over count", "two families"],
+)
+def test_openslo_good_over_total_maps_to_a_good_ratio(
+    good: str, total: str, expected: dict[str, str]
+) -> None:
+    mapped = slo_common.complement_sli(
+        _events(f"sum(rate({good}[{{{{.window}}}}]))"),
+        _events(f"sum(rate({total}[{{{{.window}}}}]))"),
     )
+    assert isinstance(mapped, slo_common.SLIMapping), mapped
+    assert mapped.sli == {"ratio": expected}
+
+
+def test_a_good_selector_wider_than_its_total_is_refused() -> None:
+    mapped = slo_common.complement_sli(
+        _events('sum(rate(x_bucket{le="0.4"}[{{.window}}]))'),
+        _events('sum(rate(x_count{verb!="WATCH"}[{{.window}}]))'),
+    )
+    assert mapped == (
+        'good must select a subset of total\'s events: total matches verb!="WATCH", which '
+        "good does not (write the same matcher on both)"
+    )
+
+
+def test_a_pyrra_bucket_narrower_than_its_count_maps_to_a_good_ratio() -> None:
+    count = slo_common.plain_selector('x_count{job="api"}')
+    bucket = slo_common.plain_selector('x_bucket{job="api",code!~"5..",le="0.5"}')
+    assert isinstance(count, slo_common.Events)
+    assert isinstance(bucket, slo_common.Events)
+    mapped = slo_common.latency_sli(count, bucket)
+    assert isinstance(mapped, slo_common.SLIMapping), mapped
+    assert mapped.sli == {
+        "ratio": {"good": 'x_bucket{job="api",code!~"5..",le="0.5"}', "total": 'x_count{job="api"}'}
+    }
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

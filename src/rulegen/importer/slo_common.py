@@ -23,7 +23,8 @@ from rulegen.core import promql
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.errors import FieldPath as TypedPath
 from rulegen.importer.model import FieldPath, ImportedService, ImportOptions, ImportResult, Note
-from rulegen.slo.resolve import DEFAULT_TIERS, RESERVED_GROUP_BY
+from rulegen.slo.model import Selector
+from rulegen.slo.resolve import DEFAULT_TIERS, RESERVED_GROUP_BY, subset_problem
 from rulegen.source.base import ALERT_NAME
 from rulegen.source.loader import LoadedDocument, LoadError, display, load_text, read_source
 
@@ -416,11 +417,12 @@ def latency_sli(count: Events, bucket: Events) -> SLIMapping | str:
     les = [m for m in bucket.matchers if m.name == "le"]
     if len(les) != 1 or les[0].op != "=":
         return f'{bucket.metric} needs exactly one le="…" matcher (the threshold)'
-    rest = {m.render() for m in bucket.matchers if m.name != "le"}
-    if rest != {m.render() for m in count.matchers}:
-        return "the bucket and the count select different series (matchers other than le differ)"
     if sorted(count.by) != sorted(bucket.by):
         return "the bucket and the count are summed by different labels"
+    rest = {m.render() for m in bucket.matchers if m.name != "le"}
+    if rest != {m.render() for m in count.matchers}:
+        # a bucket narrower than its count (fast *and* successful): good over total
+        return good_ratio_sli(bucket, count)
     bound = decimal_of(les[0].value)
     if bound is None or bound <= 0:
         return f"le={les[0].value!r} is not a positive finite bucket bound"
@@ -466,23 +468,35 @@ def events_sli(errors_query: str, total_query: str) -> SLIMapping | str:
 _INVERSE = {"=": "!=", "!=": "=", "=~": "!~", "!~": "=~"}
 
 
+def good_ratio_sli(good: Events, total: Events) -> SLIMapping | str:
+    """``good`` over ``total`` as rulegen's ``sli.ratio.good``, or why not: the good events
+    must be a subset of the total's (``rulegen.slo.resolve.subset_problem``)."""
+    if sorted(good.by) != sorted(total.by):
+        return "good and total are summed by different labels"
+    problem = subset_problem(
+        Selector(good.metric, good.matchers), Selector(total.metric, total.matchers), "good"
+    )
+    if problem is not None:
+        return f"good {problem}"
+    sli = {"ratio": {"good": good.selector(), "total": total.selector()}}
+    return SLIMapping(sli, total.by, f"good events over total: {good.selector()}")
+
+
 def complement_sli(good: Events, total: Events) -> SLIMapping | str:
     """Errors = total − good, where good is total with exactly one more matcher: the errors
-    are total with that matcher inverted (every series matches one of the two, exactly)."""
-    if good.metric != total.metric:
-        return (
-            f"good ({good.metric}) and total ({total.metric}) are different metrics: "
-            "rulegen cannot count errors as total minus good"
-        )
+    are total with that matcher inverted (every series matches one of the two, exactly).
+    Any other good selector (another metric, a bucket over a count, more matchers) is taken
+    as it is: ``sli.ratio.good``."""
     if sorted(good.by) != sorted(total.by):
         return "good and total are summed by different labels"
     have = {m.render() for m in total.matchers}
     extra = [m for m in good.matchers if m.render() not in have]
-    if not have <= {m.render() for m in good.matchers} or len(extra) != 1:
-        return (
-            "good is not total with exactly one more matcher: the errors (total minus good) "
-            "would not be one selector"
-        )
+    if (
+        good.metric != total.metric
+        or not have <= {m.render() for m in good.matchers}
+        or len(extra) != 1
+    ):
+        return good_ratio_sli(good, total)
     inverse = promql.Matcher(extra[0].name, _INVERSE[extra[0].op], extra[0].value)
     errors = Events(total.metric, (*total.matchers, inverse), total.by)
     note = f"errors are total minus good: {good.selector()} → {inverse.render()}"

@@ -208,7 +208,7 @@ def _ratio(
     total = _selector(col, (*path, "total"), spec.total, version)
     if part is None or total is None:
         return None
-    problem = _subset_problem(part, total, key)
+    problem = subset_problem(part, total, key)
     if problem is not None:
         col.error((*path, key), problem)
         return None
@@ -265,7 +265,7 @@ def _selector(
     return Selector(metric, matchers)
 
 
-def _subset_problem(part: Selector, total: Selector, key: str = "errors") -> str | None:
+def subset_problem(part: Selector, total: Selector, key: str = "errors") -> str | None:
     """The errors (or good events) must be some, not none and not all, of total's events.
 
     Of the same metric: their matchers must leave some of total's series in and some out.
