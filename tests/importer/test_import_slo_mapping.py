@@ -530,3 +530,54 @@ def test_service_option_overrides_the_sources_service(tmp_path: Path) -> None:
     assert [s.service for s in result.services] == ["payments"]
     assert result.refused == []
     assert result.services[0].document["slos"][0]["alerting"]["name"] == "ApiBurn"
+
+
+# OpenSLO's SDK reads and writes a YAML list of objects (``- apiVersion: openslo/v1``…); the
+# SLO below follows its v1 example (OpenSLO/OpenSLO, pkg/openslosdk examples, Apache-2.0):
+# Timeslices budgeting over a calendar week.
+OPENSLO_LIST = """\
+- apiVersion: openslo/v1
+  kind: SLO
+  metadata:
+    name: web-availability
+  spec:
+    service: web
+    indicator:
+      metadata:
+        name: web-successful-requests-ratio
+      spec:
+        ratioMetric:
+          counter: true
+          good:
+            metricSource:
+              type: Prometheus
+              spec:
+                query: sum(http_requests{k8s_cluster="prod",component="web",code=~"2xx|4xx"})
+          total:
+            metricSource:
+              type: Prometheus
+              spec:
+                query: sum(http_requests{k8s_cluster="prod",component="web"})
+    timeWindow:
+      - duration: 1w
+        isRolling: false
+        calendar:
+          startTime: 2022-01-01 12:00:00
+          timeZone: America/New_York
+    budgetingMethod: Timeslices
+    objectives:
+      - displayName: Good
+        target: 0.995
+        timeSliceTarget: 0.95
+        timeSliceWindow: 1m
+"""
+
+
+def test_an_openslo_list_of_objects_is_read_and_its_unsupported_fields_named(
+    tmp_path: Path,
+) -> None:
+    result = run(openslo, [write(tmp_path, "web.yaml", OPENSLO_LIST)])
+    refused = notes(result, "refused")
+    assert not any("not an OpenSLO document" in line for line in refused), refused
+    assert any(":29: [0].spec.budgetingMethod: Timeslices" in line for line in refused), refused
+    assert any(":24: [0].spec.timeWindow[0]: a calendar window" in line for line in refused)

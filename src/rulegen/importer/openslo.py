@@ -14,7 +14,7 @@ is not a count of events), other metric sources, and ``alertPolicies`` (rulegen'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from rulegen.importer import slo_common as common
 from rulegen.importer.model import FieldPath, ImportOptions, ImportResult
 from rulegen.importer.slo_common import Services, Source
+from rulegen.source.loader import LoadedDocument
 
 TOOL = "OpenSLO"
 _VERSIONS = ("openslo/v1alpha", "openslo/v1")
@@ -37,9 +38,8 @@ def import_files(files: Sequence[Path], options: ImportOptions) -> ImportResult:
     indicators: dict[str, tuple[Source, dict[str, Any]]] = {}
     for path in files:
         name, documents = common.read_documents(path)
-        for document in documents:
-            src = Source(name, document, result)
-            data = document.data
+        for document, prefix, data in _objects(documents):
+            src = Source(name, document, result, prefix)
             version = data.get("apiVersion") if isinstance(data, dict) else None
             kind = data.get("kind") if isinstance(data, dict) else None
             if version not in _VERSIONS:
@@ -57,6 +57,20 @@ def import_files(files: Sequence[Path], options: ImportOptions) -> ImportResult:
         _slo_document(services, src, data, indicators)
     services.finish()
     return result
+
+
+def _objects(
+    documents: Sequence[LoadedDocument],
+) -> Iterator[tuple[LoadedDocument, FieldPath, Any]]:
+    """Each OpenSLO object of a file: every YAML document, and every item of a document that
+    is a list of objects (``- apiVersion: openslo/v1 …``, as OpenSLO's SDK writes them)."""
+    for document in documents:
+        data = document.data
+        if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+            for index, item in enumerate(data):
+                yield document, (index,), item
+        else:
+            yield document, (), data
 
 
 def _slo_document(

@@ -94,18 +94,23 @@ class Source:
     file: str
     doc: LoadedDocument
     result: ImportResult
+    # where the object sits in the document: ``()``, or ``(i,)`` for the i-th object of a
+    # YAML list of objects (the form OpenSLO's SDK reads and writes)
+    prefix: FieldPath = ()
 
     def line(self, path: FieldPath) -> int:
         """The line of the value at ``path`` (or of its nearest ancestor in the file)."""
-        return self.doc.positions.at(path)[0]
+        return self.doc.positions.at((*self.prefix, *path))[0]
 
     def refuse(self, path: FieldPath, text: str) -> None:
         """``path`` cannot be carried over: say so, with its line, never drop it silently."""
-        self.result.refused.append(Note(self.file, self.line(path), field_name(path), text))
+        name = field_name((*self.prefix, *path))
+        self.result.refused.append(Note(self.file, self.line(path), name, text))
 
     def adapt(self, path: FieldPath, text: str) -> None:
         """A choice made while mapping ``path``."""
-        self.result.adapted.append(Note(self.file, self.line(path), field_name(path), text))
+        name = field_name((*self.prefix, *path))
+        self.result.adapted.append(Note(self.file, self.line(path), name, text))
 
     def where(self, path: FieldPath) -> str:
         """``file:line`` of ``path``, for the ``imported`` lines."""
