@@ -154,8 +154,8 @@ CASES = [
               - {E2E}
         """,
         spec_errors(
-            "specs/web.yaml:7:7: slos[0].sli: needs exactly one SLI kind, ratio, latency or "
-            "goodput (got both latency and goodput)"
+            "specs/web.yaml:7:7: slos[0].sli: needs exactly one SLI kind, ratio, latency, "
+            "goodput, events or raw (got both latency and goodput)"
         ),
     ),
     Case(

@@ -311,6 +311,40 @@ def selectors(expr: str) -> list[tuple[str, str]]:
     return list(found)
 
 
+def subquery_points(expr: str, default_step: float) -> int:
+    """The most points any subquery of ``expr`` evaluates (nested ones multiplied), a
+    subquery without a resolution stepping at ``default_step`` seconds (the evaluation
+    interval): what promtool's unit tests cap at ``PROMTOOL_MAX_SAMPLES``."""
+    return _subqueries(expr, default_step)[0]
+
+
+def subquery_step(expr: str, default_step: float) -> float:
+    """The coarsest resolution of ``expr``'s subqueries in seconds (0 without any): how late
+    a change in the raw series may show in its result."""
+    return _subqueries(expr, default_step)[1]
+
+
+def _subqueries(expr: str, default_step: float) -> tuple[int, float]:
+    most, coarsest = 0, 0.0
+    stack: list[tuple[Any, int]] = [(promql_parser.parse(expr), 1)]
+    while stack:
+        node, outer = stack.pop()
+        if isinstance(node, promql_parser.SubqueryExpr):
+            given = node.step
+            step = given.total_seconds() if given is not None else default_step
+            span = node.range
+            outer *= max(1, int(span.total_seconds() // step)) if span is not None else 1
+            most, coarsest = max(most, outer), max(coarsest, step)
+        stack.extend((child, outer) for child in _children(node) if child is not None)
+    return most, coarsest
+
+
+PROMTOOL_MAX_SAMPLES = 10_000
+"""The samples promtool's rule unit tests let one query load (Prometheus' engine option in
+``cmd/promtool/unittest.go``; a server's default is 50,000,000): a subquery of more points
+fails every evaluation of its rule there."""
+
+
 def alternatives(expr: str) -> list[str]:
     """The operands of an expression's top-level ``or`` (``a or b or c`` → the texts of
     ``a``, ``b``, ``c``; one item when there is none): a rule that reads a metric under each

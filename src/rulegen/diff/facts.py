@@ -32,7 +32,15 @@ from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.render.prometheus import condition_promql, quantity_promql
 from rulegen.routing.model import ResolvedRouting
-from rulegen.slo.model import GoodputSLI, GoodRatioSLI, LatencySLI, ResolvedSLO, SLOAlert
+from rulegen.slo.model import (
+    EventsSLI,
+    GoodputSLI,
+    GoodRatioSLI,
+    LatencySLI,
+    RawSLI,
+    ResolvedSLO,
+    SLOAlert,
+)
 from rulegen.slo.rules import INCOMPLETE
 
 Kind = Literal["alert", "diagnosis", "slo"]
@@ -350,4 +358,9 @@ def _sli_fields(slo: ResolvedSLO) -> Mapping[str, str]:
         return out
     if isinstance(sli, GoodRatioSLI):
         return {"sli.ratio.good": sli.good.render(), "sli.ratio.total": sli.total.render()}
+    if isinstance(sli, RawSLI):
+        return {"sli.raw.error_ratio": sli.error_ratio.text}
+    if isinstance(sli, EventsSLI):
+        key = "sli.events.good" if sli.good else "sli.events.errors"
+        return {key: sli.part.text, "sli.events.total": sli.total.text}
     return {"sli.ratio.errors": sli.errors.render(), "sli.ratio.total": sli.total.render()}

@@ -114,7 +114,54 @@ class GoodputSLI:
         return self.first.total
 
 
-SLI = RatioSLI | GoodRatioSLI | LatencySLI | GoodputSLI
+WINDOW = "{{.window}}"
+"""Where an expression SLI's query takes its window, as Sloth writes it."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A PromQL query with ``WINDOW`` placeholders."""
+
+    text: str
+
+    def at(self, window: str) -> str:
+        """The query over ``window`` (``5m``, ``30d``)."""
+        return self.text.replace(WINDOW, window)
+
+
+@dataclass(frozen=True)
+class TestSeries:
+    """An expression SLI's test series: each raw series' value when every event is good and
+    when every event is bad (``rulegen.slo.expression_tests``). A value is a gauge's number,
+    or the increase a scrape of a counter (``counter``)."""
+
+    good: tuple[tuple[str, Decimal], ...]
+    bad: tuple[tuple[str, Decimal], ...]
+    counters: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class EventsSLI:
+    """Errors (or good events) and total events as queries over a window: rendered per
+    window the alerts read, not added up in a cascade (docs/slos.md#expression-slis)."""
+
+    part: Query
+    total: Query
+    good: bool  # ``part`` counts good events (errors = total − good)
+    test: TestSeries | None = None
+
+
+@dataclass(frozen=True)
+class RawSLI:
+    """The error ratio itself as a query over a window (Sloth's ``raw``)."""
+
+    error_ratio: Query
+    test: TestSeries | None = None
+
+
+ExpressionSLI = EventsSLI | RawSLI
+
+SLI = RatioSLI | GoodRatioSLI | LatencySLI | GoodputSLI | EventsSLI | RawSLI
 
 
 def histogram_reads(sli: SLI) -> tuple[LatencySLI, ...]:

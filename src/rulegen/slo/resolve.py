@@ -18,14 +18,17 @@ from rulegen.catalog import Catalog
 from rulegen.core import promql
 from rulegen.core.histograms import ALL_CLASSIC, HistogramKind, Histograms, native_problem
 from rulegen.core.versions import DEFAULT, PrometheusVersion
+from rulegen.slo import expression
 from rulegen.slo.model import (
     PAGE,
     SLI,
     TICKET,
+    EventsSLI,
     GoodputSLI,
     GoodRatioSLI,
     LatencySLI,
     RatioSLI,
+    RawSLI,
     ResolvedSLO,
     Selector,
     SLOAlert,
@@ -45,7 +48,7 @@ MAX_SLO_WINDOW = Decimal(365 * 86400)
 MAX_MIN_TRAFFIC = Decimal(10) ** 6
 RESERVED_GROUP_BY = frozenset({"service", "slo", "severity", "alertname", "alertstate", "le"})
 OBJECTIVE_HINT = "must be a percentage like 99.9% or a ratio like 0.999"
-SLI_KINDS = ("ratio", "latency", "goodput")
+SLI_KINDS = ("ratio", "latency", "goodput", "events", "raw")
 # Histograms observed per output token or per engine iteration, not once per request: their
 # counts are tokens (or steps), so they cannot share a goodput SLI's total of requests
 # (docs/slos.md#goodput). vLLM's ``request_time_per_output_token_seconds`` (0.11 on) is
@@ -111,6 +114,9 @@ def _slo(
         )
         for key in (PAGE, TICKET)
     }
+    if min_traffic is not None and slo.sli.raw is not None:
+        col.error((*path, "alerting", "min_traffic"), "needs the total events, which a raw SLI "
+                  "(an error ratio) does not give: write an events SLI")  # fmt: skip
     if objective is None or window is None:
         return None
     tiers = _tiers(col, path, slo, objective, window)
@@ -185,13 +191,21 @@ def _sli(
             found = ", ".join(kinds[:-1]) + f" and {kinds[-1]}"
         else:
             found = "neither ratio nor latency"
-        kinds_text = "ratio or latency" if "goodput" not in kinds else "ratio, latency or goodput"
+        kinds_text = (
+            "ratio or latency"
+            if not {"goodput", "events", "raw"} & set(kinds)
+            else "ratio, latency, goodput, events or raw"
+        )
         col.error(path, f"needs exactly one SLI kind, {kinds_text} (got {found})")
         return None
     if sli.goodput is not None:
         return _goodput(col, (*path, "goodput"), sli.goodput, catalog, histograms)
     if sli.ratio is not None:
         return _ratio(col, (*path, "ratio"), sli.ratio, histograms.version)
+    if sli.events is not None:
+        return expression.resolve_events(col, (*path, "events"), sli.events, histograms.version)
+    if sli.raw is not None:
+        return expression.resolve_raw(col, (*path, "raw"), sli.raw)
     return _latency(col, (*path, "latency"), sli.latency, catalog, histograms)
 
 
@@ -247,6 +261,8 @@ def scoped(sli: SLI, selectors: Mapping[str, str], catalog: Catalog) -> SLI:
         return GoodputSLI(
             tuple(replace(one, matchers=more(one.metric, one.matchers)) for one in sli.latencies)
         )
+    if isinstance(sli, EventsSLI | RawSLI):
+        return sli  # the user's own queries: their selectors are as written
     return replace(sli, matchers=more(sli.metric, sli.matchers))
 
 

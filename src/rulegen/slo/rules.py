@@ -26,7 +26,16 @@ from rulegen.generated import (
     RuleGroup,
     Threshold,
 )
-from rulegen.slo.model import GoodputSLI, GoodRatioSLI, LatencySLI, ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.model import (
+    EventsSLI,
+    GoodputSLI,
+    GoodRatioSLI,
+    LatencySLI,
+    RawSLI,
+    ResolvedSLO,
+    SLOAlert,
+    Tier,
+)
 from rulegen.slo.resolve import base_window, format_fraction, windows_of
 from rulegen.slo.windows import LOOKBACK, Term, base_steps, chain_of, fallback, plan_windows
 from rulegen.templating import go_escape
@@ -71,18 +80,23 @@ def ratio_windows(slo: ResolvedSLO) -> tuple[Decimal, ...]:
 
 def slo_group(slo: ResolvedSLO) -> RuleGroup:
     """Every rule of one SLO, in evaluation order."""
-    plan = plan_windows(windows_of(slo), base_window(windows_of(slo)))
     own = (("service", slo.service), ("slo", slo.name))
-    keep = ("service", "slo", *slo.group_by)
     rules: list[RecordingRule | AlertRule] = []
-    for window, terms in plan.items():
-        for metric in (TOTAL, ERRORS):
-            expr = (
-                _base(slo, metric, window) if not terms else _sum_of(slo, metric, terms, keep, plan)
-            )
-            rules.append(RecordingRule(metric + window_name(window), expr, own, slo.origin))
-    rules.extend(_coverage(slo, plan, own))
-    for window in ratio_windows(slo):
+    if isinstance(slo.sli, EventsSLI | RawSLI):
+        rules.extend(_expression_recordings(slo, slo.sli, own))
+    else:
+        plan = plan_windows(windows_of(slo), base_window(windows_of(slo)))
+        keep = ("service", "slo", *slo.group_by)
+        for window, terms in plan.items():
+            for metric in (TOTAL, ERRORS):
+                expr = (
+                    _base(slo, metric, window)
+                    if not terms
+                    else _sum_of(slo, metric, terms, keep, plan)
+                )
+                rules.append(RecordingRule(metric + window_name(window), expr, own, slo.origin))
+        rules.extend(_coverage(slo, plan, own))
+    for window in ratio_windows(slo) if not isinstance(slo.sli, RawSLI) else ():
         name = window_name(window)
         expr = f"{own_selector(slo, ERRORS + name)}\n/\n({own_selector(slo, TOTAL + name)} > 0)"
         rules.append(RecordingRule(RATIO + name, expr, own, slo.origin))
@@ -95,8 +109,35 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
         RecordingRule(OBJECTIVE, f"vector({units.literal(slo.objective)})", own, slo.origin)
     )
     rules.extend(_alert(slo, alert) for alert in slo.alerts)
-    rules.append(_incomplete_alert(slo))
+    if not isinstance(slo.sli, EventsSLI | RawSLI):  # no cascade: no terms to miss
+        rules.append(_incomplete_alert(slo))
     return RuleGroup(group_name(slo), slo.evaluation, tuple(rules))
+
+
+def _expression_recordings(
+    slo: ResolvedSLO, sli: EventsSLI | RawSLI, own: tuple[tuple[str, str], ...]
+) -> list[RecordingRule]:
+    """An expression SLI's query rendered once per window the rules read (no cascade: its
+    sums hold for counters only), summed per ``group_by`` so that the recordings carry the
+    SLO's labels alone, as every SLI's do. Events: the total and the errors (total − good,
+    or the errors query, none being zero errors); raw: the error ratio itself."""
+    out = []
+    for window in ratio_windows(slo):
+        name = window_name(window)
+        if isinstance(sli, RawSLI):
+            expr = _sum(slo, sli.error_ratio.at(name))
+            out.append(RecordingRule(RATIO + name, expr, own, slo.origin))
+            continue
+        total = _sum(slo, sli.total.at(name))
+        recorded = _sum(slo, own_selector(slo, TOTAL + name))
+        part = _sum(slo, sli.part.at(name))
+        if sli.good:
+            errors = f"clamp_min(\n  {recorded}\n  -\n  {part},\n  0\n)"
+        else:
+            errors = f"{part}\nor\n0 * {recorded}"
+        out.append(RecordingRule(TOTAL + name, total, own, slo.origin))
+        out.append(RecordingRule(ERRORS + name, errors, own, slo.origin))
+    return out
 
 
 def group_name(slo: ResolvedSLO) -> str:
@@ -115,6 +156,7 @@ def _base(slo: ResolvedSLO, metric: str, window: Decimal) -> str:
     """The base window: the only recordings that read raw series, each series once."""
     span = window_name(window)
     sli = slo.sli
+    assert not isinstance(sli, EventsSLI | RawSLI), "expression SLIs have no cascade (slo_group)"
     if metric == TOTAL:
         first = sli.first if isinstance(sli, GoodputSLI) else sli
         total = _native_total(first) if isinstance(first, LatencySLI) and first.native else None

@@ -214,7 +214,9 @@ def _selector_matchers(slo: ResolvedSLO) -> tuple[promql.Matcher, ...]:
         return sli.matchers
     if isinstance(sli, GoodRatioSLI):
         return (*sli.good.matchers, *sli.total.matchers)
-    return (*sli.errors.matchers, *sli.total.matchers)
+    if isinstance(sli, RatioSLI):
+        return (*sli.errors.matchers, *sli.total.matchers)
+    return ()  # an expression SLI's own test series carry their labels
 
 
 def _satisfy(matchers: tuple[promql.Matcher, ...], labels: dict[str, str]) -> dict[str, str]:

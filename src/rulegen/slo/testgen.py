@@ -18,8 +18,18 @@ from rulegen import units
 from rulegen.core import promql
 from rulegen.generated import ExprCheck, TestCase
 from rulegen.slo.coverage import term_counts
+from rulegen.slo.expression_tests import expression_tests
 from rulegen.slo.isolation import alone, isolate
-from rulegen.slo.model import PAGE, TICKET, GoodputSLI, ResolvedSLO, SLOAlert, Tier
+from rulegen.slo.model import (
+    PAGE,
+    TICKET,
+    EventsSLI,
+    GoodputSLI,
+    RawSLI,
+    ResolvedSLO,
+    SLOAlert,
+    Tier,
+)
 from rulegen.slo.resolve import base_window, windows_of
 from rulegen.slo.rules import (
     BUDGET_LEFT,
@@ -57,6 +67,13 @@ def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, .
     """Every scenario of one SLO: those stepped at the group's interval, and the long-history
     ones stepped at ``history_step`` (promtool evaluates every group at the test file's
     ``evaluation_interval``, so they go to a file of their own)."""
+    if isinstance(slo.sli, EventsSLI | RawSLI):
+        return expression_tests(slo), ()
+    return _counter_tests(slo)
+
+
+def _counter_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, ...]]:
+    """The scenarios of an SLI of counters or histograms: raw series made for each burn."""
     series = SeriesMaker(slo)
     cases: list[TestCase] = []
     history: list[TestCase] = []

@@ -133,12 +133,41 @@ class GoodputSLI(SpecBase):
     matchers: str | None = None
 
 
+class ExpressionTest(SpecBase):
+    """Series for an expression SLI's generated tests: what the raw series look like when
+    every event is good, and when every event is bad. Keys are series (``name{a="b"}``),
+    values a gauge's number or ``+N`` (a counter growing by N a scrape)."""
+
+    good: dict[str, Scalar]
+    bad: dict[str, Scalar]
+
+
+class EventsSLI(SpecBase):
+    """Errors (or good events) and total events as PromQL queries with a ``{{.window}}``
+    placeholder (Sloth's ``events``), rendered per window (docs/slos.md#expression-slis)."""
+
+    errors: str | None = None
+    good: str | None = None
+    total: str
+    test: ExpressionTest | None = None
+
+
+class RawSLI(SpecBase):
+    """The error ratio itself, a PromQL query with a ``{{.window}}`` placeholder (Sloth's
+    ``raw``), rendered per window."""
+
+    error_ratio: str
+    test: ExpressionTest | None = None
+
+
 class SLISpec(SpecBase):
     """Exactly one kind of SLI (checked in ``rulegen.slo.resolve`` at this position)."""
 
     ratio: RatioSLI | None = None
     latency: LatencySLI | None = None
     goodput: GoodputSLI | None = None
+    events: EventsSLI | None = None
+    raw: RawSLI | None = None
     # false: do not add the spec's `selectors:` of the metric's family (docs/slos.md)
     selectors: bool = True
 

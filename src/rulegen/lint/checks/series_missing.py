@@ -8,7 +8,15 @@ from rulegen.core import promql
 from rulegen.errors import FieldPath
 from rulegen.lint.check import Check, Scope, Server
 from rulegen.pipeline.service import ResolvedSpec
-from rulegen.slo.model import GoodputSLI, GoodRatioSLI, LatencySLI
+from rulegen.slo.expression import SAMPLE_WINDOW
+from rulegen.slo.model import (
+    EventsSLI,
+    GoodputSLI,
+    GoodRatioSLI,
+    LatencySLI,
+    RawSLI,
+    ResolvedSLO,
+)
 
 DAY = 86400
 
@@ -35,18 +43,28 @@ def reads(spec: ResolvedSpec) -> Iterator[Read]:
             for selector in selectors_of(item.recording.expr):
                 yield diagnosis.name, diagnosis.origin.path, ((selector,),)
     for slo in spec.slos:
-        path = slo.origin.path.child("sli")
-        sli = slo.sli
-        if isinstance(sli, LatencySLI):
-            yield slo.alert_name, path, ((_histogram_selector(sli),),)
-        elif isinstance(sli, GoodputSLI):
-            for index, one in enumerate(sli.latencies):
-                where = path.child("goodput", "latencies", index)
-                yield slo.alert_name, where, ((_histogram_selector(one),),)
-        else:
-            part = sli.good if isinstance(sli, GoodRatioSLI) else sli.errors
-            for counter in (part, sli.total):
-                yield slo.alert_name, path, ((counter.render(),),)
+        yield from _slo_reads(slo)
+
+
+def _slo_reads(slo: ResolvedSLO) -> Iterator[Read]:
+    """What an SLO's SLI reads: its histograms, its counters, its queries' selectors."""
+    path = slo.origin.path.child("sli")
+    sli = slo.sli
+    if isinstance(sli, LatencySLI):
+        yield slo.alert_name, path, ((_histogram_selector(sli),),)
+    elif isinstance(sli, GoodputSLI):
+        for index, one in enumerate(sli.latencies):
+            where = path.child("goodput", "latencies", index)
+            yield slo.alert_name, where, ((_histogram_selector(one),),)
+    elif isinstance(sli, EventsSLI | RawSLI):
+        queries = (sli.error_ratio,) if isinstance(sli, RawSLI) else (sli.part, sli.total)
+        for query in queries:
+            for selector in selectors_of(query.at(SAMPLE_WINDOW)):
+                yield slo.alert_name, path, ((selector,),)
+    else:
+        part = sli.good if isinstance(sli, GoodRatioSLI) else sli.errors
+        for counter in (part, sli.total):
+            yield slo.alert_name, path, ((counter.render(),),)
 
 
 def _histogram_selector(sli: LatencySLI) -> str:
