@@ -2,8 +2,8 @@
 
 Why: generated promtool tests assert exact labels and annotations, so the generator must know
 what Prometheus will print. It understands only what rulegen writes (``$labels.X``,
-``$labels``, ``$value | humanize*``, string literals, the label loop of ``label_pairs``) and
-refuses anything else rather than guess.
+``index $labels "k8s.pod"``, ``$labels``, ``$value | humanize*``, string literals, the label
+loop of ``label_pairs``) and refuses anything else rather than guess.
 """
 
 from __future__ import annotations
@@ -44,6 +44,25 @@ def label_pairs(names: tuple[str, ...], *, keep: bool) -> str:
     )
 
 
+_FIELD = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")  # a Go identifier: ``$labels.x`` works
+# ``index $labels "k8s.pod"``: a label whose name is no Go identifier (Prometheus 3's UTF-8
+# names); the name holds no quote or backslash (``promql.writable_label``)
+_INDEX = re.compile(r'^index \$labels "([^"\\]*)"$')
+
+
+def label_ref(name: str) -> str:
+    """The template expression of the alert's label ``name``: ``$labels.x``, or for a name
+    that is no Go identifier (``k8s.pod``, a UTF-8 name) ``index $labels "k8s.pod"``;
+    ``expand`` predicts both. Legacy names keep the short form (the output stays as it was)."""
+    return f"$labels.{name}" if _FIELD.match(name) else f'index $labels "{name}"'
+
+
+def label_arg(name: str) -> str:
+    """``label_ref`` as a function's argument (``printf `…` $labels.x (index $labels "y")``)."""
+    ref = label_ref(name)
+    return ref if _FIELD.match(name) else f"({ref})"
+
+
 class UnsupportedTemplate(ValueError):
     """The text uses a Go-template construct the predictor does not model."""
 
@@ -77,10 +96,9 @@ def expand(text: str, labels: Mapping[str, str], value: float) -> str:
         body = match.group(1).strip()
         if body.startswith('"') and body.endswith('"') and len(body) >= 2:
             return body[1:-1]
-        if body.startswith("$labels."):
-            return labels.get(body[len("$labels.") :], "")
-        if body == "$labels":  # Go prints a map[string]string sorted by key
-            return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(labels.items())) + "]"
+        label = _label_action(body, labels)
+        if label is not None:
+            return label
         parts = [p.strip() for p in body.split("|")]
         if parts[0] != "$value" or len(parts) > 2:
             raise UnsupportedTemplate(f"cannot predict template action {{{{ {body} }}}}")
@@ -89,6 +107,19 @@ def expand(text: str, labels: Mapping[str, str], value: float) -> str:
         return _FUNCS[parts[1]](value) if parts[1] in _FUNCS else _unsupported(parts[1])
 
     return _ACTION.sub(action, text)
+
+
+def _label_action(body: str, labels: Mapping[str, str]) -> str | None:
+    """What an action on ``$labels`` prints (a missing label: the empty string, as Go's field
+    access and ``index`` give), or ``None`` when the action is something else."""
+    if body.startswith("$labels."):
+        return labels.get(body[len("$labels.") :], "")
+    indexed = _INDEX.match(body)
+    if indexed is not None:
+        return labels.get(indexed.group(1), "")
+    if body == "$labels":  # Go prints a map[string]string sorted by key
+        return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(labels.items())) + "]"
+    return None
 
 
 def _unsupported(name: str) -> str:

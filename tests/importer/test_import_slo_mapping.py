@@ -313,12 +313,17 @@ def test_every_imported_anchor_builds(tmp_path: Path) -> None:
         ("sum by (svc) (rate(a_total[{{ .window }}]))", ("a_total", ("svc",))),
         ("(sum(increase(a_total[{{.window}}])) by (svc, pod))", ("a_total", ("svc", "pod"))),
         ('sum(rate(a_total{x=~"[{]"}[{{.window}}]))', ('a_total{x=~"[{]"}', ())),
+        (
+            'sum by ("k8s.pod", svc) (rate({"http.requests", "http.status"="5"}[{{.window}}]))',
+            ('{"http.requests", "http.status"="5"}', ("k8s.pod", "svc")),
+        ),
     ],
     ids=[
         "a plain sum of rate maps to its selector",
         "sum by keeps the labels",
         "increase and a trailing by clause map too",
         "brackets inside a label value do not confuse the scan",
+        "UTF-8 names (Prometheus 3) map: by a quoted label, a quoted metric",
     ],
 )
 def test_events_queries_that_map(query: str, expected: tuple[str, tuple[str, ...]]) -> None:
@@ -337,6 +342,8 @@ def test_events_queries_that_map(query: str, expected: tuple[str, tuple[str, ...
         ("sum(rate(a_total[{{.window}}] offset 1h))", "the range must be"),
         ("histogram_quantile(0.9, sum(rate(a_bucket[{{.window}}])))", "is not sum(rate("),
         ("sum(rate(a_total{x=1}[{{.window}}]))", "is not sum(rate(SELECTOR"),
+        ("sum by (k8s.pod) (rate(a_total[{{.window}}]))", "by (k8s.pod): not label names"),
+        ('sum by ("a b") (rate(a_total[{{.window}}]))', 'by ("a b"): not label names'),
     ],
     ids=[
         "a fixed range is refused",
@@ -346,6 +353,8 @@ def test_events_queries_that_map(query: str, expected: tuple[str, tuple[str, ...
         "an offset is refused",
         "a quantile is refused",
         "a broken selector is refused",
+        "a dotted label not quoted is refused (PromQL 3 reads it quoted only)",
+        "a quoted label rulegen cannot write in templates is refused",
     ],
 )
 def test_events_queries_that_are_refused(query: str, reason: str) -> None:

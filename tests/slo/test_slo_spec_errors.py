@@ -688,6 +688,26 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "a group_by label Go templates and Grafana legends cannot hold is rejected, UTF-8 "
+        "names allowed",
+        spec="""
+            version: 1
+            service: web
+            prometheus: {version: "3.5"}
+            slos:
+              - name: api
+                objective: 99.9%
+                sli:
+                  ratio: {errors: 'http_requests_total{code=~"5.."}', total: http_requests_total}
+                group_by: [k8s.pod, "k8s pod", "a%b", __tmp]
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:9:25: slos[0].group_by[1]: invalid label name 'k8s pod'",
+            "specs/web.yaml:9:36: slos[0].group_by[2]: invalid label name 'a%b'",
+            "specs/web.yaml:9:43: slos[0].group_by[3]: invalid label name '__tmp'",
+        ),
+    ),
+    Case(
         "a label twice in group_by is rejected at the second",
         spec="""
             version: 1
@@ -1180,7 +1200,8 @@ CASES: list[Case] = [
         ),
     ),
     Case(
-        "UTF-8 metric and label names under a declared Prometheus 2.x are rejected at the field",
+        "UTF-8 metric and label names (group_by too) under a declared Prometheus 2.x are "
+        "rejected at the field",
         spec="""
             version: 1
             service: web
@@ -1204,6 +1225,7 @@ CASES: list[Case] = [
                 objective: 99%
                 sli:
                   latency: {metric: http.server.request.duration, threshold: 500ms}
+                group_by: [region, k8s.pod]
             """,
         stderr=spec_errors(
             'specs/web.yaml:4:19: selectors.vllm: the UTF-8 name(s) "k8s.cluster" need '
@@ -1221,6 +1243,9 @@ CASES: list[Case] = [
             "specs/web.yaml:22:25: slos[2].sli.latency.metric: the UTF-8 name(s) "
             '"http.server.request.duration" need Prometheus 3.0 or later (prometheus.version is '
             "2.53); rename them or declare a 3.x version",
+            'specs/web.yaml:23:24: slos[2].group_by[1]: the UTF-8 name(s) "k8s.pod" need '
+            "Prometheus 3.0 or later (prometheus.version is 2.53); rename them or declare a 3.x "
+            "version",
         ),
     ),
     Case(

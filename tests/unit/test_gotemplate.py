@@ -32,7 +32,12 @@ EXPANSIONS = [
     ("humanizeDuration", "{{ $value | humanizeDuration }}", {}, 90.0, "1m 30s"),
     ("humanizePercentage", "{{ $value | humanizePercentage }}", {}, 0.975, "97.5%"),
     ("several actions in one text", "{{ $labels.i }}: {{ $value }}", {"i": "n1"}, 3.0, "n1: 3"),
-]
+    # a UTF-8 label name (Prometheus 3) is no Go identifier: ``index`` reads it
+    ("index reads a dotted label", 'pod {{ index $labels "k8s.pod" }}', {"k8s.pod": "p-1"},
+     1.0, "pod p-1"),
+    ("index of a missing label is empty, as in Go", '[{{index $labels "k8s.pod"}}]', {}, 1.0,
+     "[]"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -53,6 +58,7 @@ REFUSED = [
     ("a chain of functions is refused", "{{ $value | humanize | humanize }}", "template action"),
     ("printf is refused", '{{ $value | printf "%.2f" }}', "cannot predict template function"),
     ("an unknown function is refused", "{{ $value | title }}", "template function title"),
+    ("index of anything but $labels is refused", '{{ index .Labels "a" }}', "template action"),
 ]
 
 
@@ -60,6 +66,17 @@ REFUSED = [
 def test_anything_else_is_refused_rather_than_guessed(text: str, message: str) -> None:
     with pytest.raises(UnsupportedTemplate, match=re.escape(message)):
         gotemplate.expand(text, {}, 1.0)
+
+
+def test_label_ref_keeps_legacy_names_short_and_indexes_utf8_names() -> None:
+    # what rulegen writes for an SLO's group_by labels, and what ``expand`` reads back
+    assert gotemplate.label_ref("region") == "$labels.region"
+    assert gotemplate.label_ref("k8s.pod") == 'index $labels "k8s.pod"'
+    assert gotemplate.label_arg("region") == "$labels.region"
+    assert gotemplate.label_arg("k8s.pod") == '(index $labels "k8s.pod")'
+    labels = {"k8s.pod": "p-1", "region": "eu"}
+    text = "".join(f" {n}={{{{ {gotemplate.label_ref(n)} }}}}" for n in ("k8s.pod", "region"))
+    assert gotemplate.expand(text, labels, 1.0) == " k8s.pod=p-1 region=eu"
 
 
 def test_an_unsupported_template_is_a_value_error() -> None:

@@ -44,6 +44,28 @@ def label_name(name: str) -> str:
     return name if LABEL_NAME.match(name) else quote(name)
 
 
+def label_list(names: tuple[str, ...] | list[str]) -> str:
+    """The labels of a ``by (…)`` clause: ``service, slo, "k8s.pod"`` (``label_name``)."""
+    return ", ".join(label_name(n) for n in names)
+
+
+_UNWRITABLE = re.compile(r'[\s"\\`{}%$]')
+
+
+def writable_label(name: str) -> bool:
+    """A label name rulegen can write everywhere a grouping label goes: a legacy name, or a
+    UTF-8 one (Prometheus 3: ``k8s.pod``, OpenTelemetry's ``service.name``) that is printable
+    and holds no space, quote, backslash, backtick, brace, ``%`` or ``$``: the characters
+    that mean something in Go templates (``index $labels "k8s.pod"``, a ``printf`` format in
+    backquotes) or in Grafana legends (``{{k8s.pod}}``, ``$variable``). Names starting ``__``
+    are Prometheus' own; ``...`` in an Alertmanager ``group_by`` means every label."""
+    if name.startswith("__") or name == "...":
+        return False
+    return bool(LABEL_NAME.match(name)) or (
+        name.isprintable() and _UNWRITABLE.search(name) is None and bool(name)
+    )
+
+
 def selector_text(metric: str, matchers: tuple[Matcher, ...] | list[Matcher] = ()) -> str:
     """``metric{a="b"}`` (the bare name without matchers), or, for a UTF-8 metric name
     (Prometheus 3), the name quoted inside the braces: ``{"http.requests", a="b"}``."""
@@ -74,7 +96,16 @@ def utf8_refusal(
 ) -> str | None:
     """The spec error for the UTF-8 names of a selector (``metric`` may be ``""``) under a
     declared Prometheus 2.x, or ``None``."""
-    names = utf8_names(metric, matchers)
+    return _names_refusal(utf8_names(metric, matchers), declared)
+
+
+def label_refusal(names: tuple[str, ...] | list[str], declared: PrometheusVersion) -> str | None:
+    """The spec error for the UTF-8 names among ``names`` (label names: an SLO's
+    ``group_by``) under a declared Prometheus 2.x, or ``None``."""
+    return _names_refusal([n for n in names if not LABEL_NAME.match(n)], declared)
+
+
+def _names_refusal(names: list[str], declared: PrometheusVersion) -> str | None:
     if not names or declared.at_least(*UTF8_SINCE):
         return None
     shown = ", ".join(quote(n) for n in names)

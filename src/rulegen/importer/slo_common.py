@@ -253,7 +253,10 @@ class Events:
 
 
 def selector_text(metric: str, matchers: tuple[promql.Matcher, ...]) -> str:
-    """``name{a="b",c=~"d"}`` (or the bare name)."""
+    """``name{a="b",c=~"d"}`` (or the bare name); a UTF-8 name (Prometheus 3) quoted inside
+    the braces as ``promql.selector_text`` writes it: ``{"http.requests", a="b"}``."""
+    if not promql.METRIC_NAME.match(metric):
+        return promql.selector_text(metric, matchers)
     inner = ",".join(m.render() for m in matchers)
     return f"{metric}{{{inner}}}" if matchers else metric
 
@@ -333,14 +336,27 @@ def events(query: str) -> Events | str:
     ranged = _WINDOW_RANGE.match(inner[call.end() : -1])
     if ranged is None:
         return f"{_WHY} (the range must be [{{{{.window}}}}])"
-    bad = [label for label in by if not promql.LABEL_NAME.match(label)]
+    names = [_by_label(label) for label in by]
+    bad = [label for label, name in zip(by, names, strict=True) if name is None]
     if bad:
         return f"by ({', '.join(bad)}): not label names"
     try:
         metric, matchers = promql.parse_selector(ranged.group("sel"))
     except ValueError as exc:
         return f"{_WHY}: {exc}"
-    return Events(metric, matchers, by)
+    return Events(metric, matchers, tuple(n for n in names if n is not None))
+
+
+def _by_label(text: str) -> str | None:
+    """One label of a ``by (…)`` list: a bare name, or a quoted UTF-8 one (Prometheus 3:
+    ``"k8s.pod"``, which rulegen's ``group_by`` takes under a 3.x declaration); ``None``
+    for anything else."""
+    if promql.LABEL_NAME.match(text):
+        return text
+    quoted = re.fullmatch(r'"([^"\\]*)"', text)
+    if quoted is not None and promql.writable_label(quoted.group(1)):
+        return quoted.group(1)
+    return None
 
 
 def _sum(text: str) -> tuple[str, tuple[str, ...]] | str:

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import promql_parser
 
+from rulegen.core import promql
 from rulegen.generated import AlertRule, RecordingRule, RuleGroup
 from rulegen.render.operator import PARTIAL_RESPONSE_STRATEGIES, with_strategy
 from rulegen.render.prometheus import rule_expr, rule_file
@@ -235,10 +236,10 @@ def _visit_aggregation(
     if modifier is None:
         clause, spans = op, True
     elif modifier.type == promql_parser.AggModifierType.Without:
-        clause = f"{op} without ({', '.join(modifier.labels)})"
+        clause = f"{op} without ({promql.label_list(modifier.labels)})"
         spans = bool(store_labels & set(modifier.labels))
     else:
-        clause = f"{op} by ({', '.join(modifier.labels)})"
+        clause = f"{op} by ({promql.label_list(modifier.labels)})"
         spans = not store_labels & set(modifier.labels)
     if spans:
         reason = AGGREGATION.format(clause=clause)

@@ -135,7 +135,10 @@ def _known(col: Collector, path: PathKey, name: str, names: set[str]) -> None:
 
 
 def _label(col: Collector, path: PathKey, name: str) -> None:
-    if not promql.LABEL_NAME.match(name):
+    """A label name of ``group_by`` or ``equal``: a UTF-8 one (``k8s.pod``, an SLO's
+    ``group_by`` under Prometheus 3) too, which Alertmanager 0.27 and later takes in its
+    default and UTF-8 strict modes (``amtool check-config`` says so for the others)."""
+    if not (promql.LABEL_NAME.match(name) or promql.writable_label(name)):
         col.error(path, f"invalid label name {name!r}")
 
 

@@ -104,7 +104,7 @@ def _slo(
     sli = _sli(col, (*path, "sli"), slo.sli, catalog, histograms)
     if sli is not None and slo.sli.selectors:
         sli = scoped(sli, spec.selectors, catalog)
-    group_by = _group_by(col, (*path, "group_by"), slo.group_by)
+    group_by = _group_by(col, (*path, "group_by"), slo.group_by, histograms.version)
     alerting = slo.alerting
     extra = labels(col, (*path, "alerting", "labels"), alerting.labels)
     min_traffic = _min_traffic(col, (*path, "alerting", "min_traffic"), alerting.min_traffic)
@@ -498,11 +498,18 @@ def _bucket_bounds(col: Collector, path: PathKey, bounds: list[Decimal]) -> bool
     return ok
 
 
-def _group_by(col: Collector, path: PathKey, names: list[str]) -> tuple[str, ...]:
+def _group_by(
+    col: Collector, path: PathKey, names: list[str], version: PrometheusVersion
+) -> tuple[str, ...]:
+    """The labels the SLO is computed and alerted per. A UTF-8 name (``k8s.pod``) needs a
+    3.x declaration, as in selectors; rulegen writes it quoted (``by ("k8s.pod")``) and
+    reads it in templates with ``index $labels "k8s.pod"``."""
     seen: set[str] = set()
     for index, name in enumerate(names):
-        if not promql.LABEL_NAME.match(name) or name.startswith("__"):
+        if not promql.writable_label(name):
             col.error((*path, index), f"invalid label name {name!r}")
+        elif refused := promql.label_refusal([name], version):
+            col.error((*path, index), refused)
         elif name in RESERVED_GROUP_BY:
             col.error((*path, index), f"label {name!r} is set by rulegen and cannot be grouped by")
         elif name in seen:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
-from rulegen import units
+from rulegen import gotemplate, units
 from rulegen.core import promql
 from rulegen.generated import (
     AlertRule,
@@ -148,7 +148,7 @@ def group_name(slo: ResolvedSLO) -> str:
 def _sum(slo: ResolvedSLO, inner: str) -> str:
     """``sum(inner)``, per group_by label when the SLO has them."""
     if slo.group_by:
-        return f"sum by ({', '.join(slo.group_by)}) ({inner})"
+        return f"sum by ({promql.label_list(slo.group_by)}) ({inner})"
     return f"sum({inner})"
 
 
@@ -312,7 +312,7 @@ def _sum_of(
         finer = fallback(plan, term, slo.window) if plan is not None else ()
         if finer and plan is not None:
             parts.append(_fallback(slo, metric, term, finer, keep, index, min(plan)))
-    return f"sum by ({', '.join(keep)}) (\n" + "\n  or\n".join(parts) + "\n)"
+    return f"sum by ({promql.label_list(keep)}) (\n" + "\n  or\n".join(parts) + "\n)"
 
 
 def _read(slo: ResolvedSLO, metric: str, term: Term) -> str:
@@ -363,7 +363,7 @@ def _fallback(
     # the stored term this chunk stands in for carries the ruler's own labels (vmalert's group
     # labels): kept here too, or ``or`` would not match the two and count the chunk twice
     kept = (*keep, *(name for name in slo.stored_labels if name not in keep))
-    inner = f"    sum by ({', '.join(kept)}) (\n{body}\n    )"
+    inner = f"    sum by ({promql.label_list(kept)}) (\n{body}\n    )"
     return f'  label_replace(\n{inner},\n    "slo_term", "{index}", "", ""\n  )'
 
 
@@ -539,7 +539,7 @@ def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str
     The description asks Prometheus (``query``) which tiers hold and how much budget is left
     for this alert's own series, so it is right even when several tiers fire at once.
     """
-    scope = "".join(f" {g}={{{{ $labels.{g} }}}}" for g in slo.group_by)
+    scope = "".join(f" {g}={{{{ {gotemplate.label_ref(g)} }}}}" for g in slo.group_by)
     objective = units.literal(slo.objective * 100)
     summary = go_escape(
         f"{slo.service}: SLO {slo.name} ({objective}% over {window_name(slo.window)}) is burning "
@@ -648,10 +648,12 @@ def _query(slo: ResolvedSLO, build: Callable[[Callable[[str], str]], str]) -> st
     The SLO's group_by labels come from ``$labels`` through printf ``%q`` (a Go-quoted string is
     a valid PromQL string), so no label value is ever pasted into the template text.
     """
-    extra = "".join(f", {g}=%[{i}]q" for i, g in enumerate(slo.group_by, start=1))
+    extra = "".join(
+        f", {promql.label_name(g)}=%[{i}]q" for i, g in enumerate(slo.group_by, start=1)
+    )
     identity = f"service={promql.quote(slo.service)}, slo={promql.quote(slo.name)}"
     text = " ".join(build(lambda metric: f"{metric}{{{identity}{extra}}}").split())
     if not slo.group_by:
         return f"query `{text}`"
-    args = " ".join(f"$labels.{g}" for g in slo.group_by)
+    args = " ".join(gotemplate.label_arg(g) for g in slo.group_by)
     return f"query (printf `{text}` {args})"
