@@ -24,6 +24,7 @@ from rulegen.alerts.testgen import build_tests
 from rulegen.catalog import Catalog
 from rulegen.core import diagnostics as codes
 from rulegen.core import versions
+from rulegen.core.confined import write_whole
 from rulegen.core.histograms import is_native
 from rulegen.dashboard.build import service_dashboard
 from rulegen.diagnosis.rules import diagnosis_group
@@ -745,7 +746,8 @@ def _report_name(test_file: str) -> str:
 
 def write_junit(target: Path, reports: Sequence[Path]) -> None:
     """The JUnit reports of every promtool run as one ``<testsuites>`` document at
-    ``target``, written whole or not at all (a temporary file renamed into place). A run
+    ``target``, written whole or not at all (a temporary file renamed into place), in the
+    mode the umask gives (``confined.write_whole``, as every file rulegen writes). A run
     that wrote no report (promtool stopped before testing) leaves its file out."""
     root = ElementTree.Element("testsuites")
     for report in reports:
@@ -757,12 +759,7 @@ def write_junit(target: Path, reports: Sequence[Path]) -> None:
         root.extend(suites)
     data = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(
-            dir=target.parent, prefix=f".{target.name}.", delete=False
-        ) as out:
-            out.write(data)
-        Path(out.name).replace(target)
+        write_whole(target, data)
     except OSError as exc:
         raise UsageError(f"--junit {target}: cannot write the report ({exc.strerror})") from None
 

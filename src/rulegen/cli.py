@@ -460,7 +460,9 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _init(args: argparse.Namespace) -> int:
     """Write the starter files into ``DIR``; nothing when any of them exists already."""
+    from rulegen.core.confined import write_whole
     from rulegen.load import display, vocabulary
+    from rulegen.outdir import refuse_escapes
     from rulegen.spec.schema import KINDS, schema
     from rulegen.starter import starter_files
 
@@ -468,16 +470,15 @@ def _init(args: argparse.Namespace) -> int:
     schemas: dict[str, dict[str, Any]] = {k: schema(k, catalog, vocabulary(catalog)) for k in KINDS}
     files = starter_files(schemas)
     target: Path = args.dir
-    taken = [name for name in files if (target / name).exists()]
+    refuse_escapes(target, files)
+    taken = [name for name in files if os.path.lexists(target / name)]
     if taken:
         raise UsageError(
             f"{display(target)}: already has {', '.join(taken)}; rulegen init writes into a "
             "folder without them (nothing written)"
         )
     for name, text in files.items():
-        path = target / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        write_whole(target / name, (text if text.endswith("\n") else text + "\n").encode())
     shown = display(target)
     print(f"wrote {len(files)} files to {shown}/; next: cd {shown} && rulegen build")
     return 0

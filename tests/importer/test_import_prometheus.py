@@ -232,6 +232,7 @@ def test_what_cannot_be_mapped_is_refused_with_file_line_and_field(
     assert not any(f"({n.file}:{n.line})" in " ".join(result.imported) for n in result.refused)
 
 
+@pytest.mark.slow  # promtool checks the imported annotation templates
 def test_the_awesome_node_exporter_rules_are_imported_with_the_week_long_for(in_tmp: Path) -> None:
     shutil.copy(DATA / "node-exporter.yml", in_tmp)
     result = import_files([Path("node-exporter.yml")], ImportOptions())
@@ -323,6 +324,7 @@ alerts:
 """
 
 
+@pytest.mark.slow  # promtool checks the imported annotation templates
 def test_the_spec_keeps_every_field_and_comments_each_choice(in_tmp: Path) -> None:
     result = run(SMALL, in_tmp, service="web", severity="critical")
     (service,) = result.services
@@ -518,6 +520,7 @@ def test_a_test_file_that_cannot_move_is_refused(
 # ---- the command ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # promtool checks the imported annotation templates
 def test_one_service_is_printed_on_stdout_and_the_summary_on_stderr(
     in_tmp: Path, cli: Callable[..., CliResult]
 ) -> None:
@@ -540,6 +543,7 @@ def test_one_service_is_printed_on_stdout_and_the_summary_on_stderr(
     assert (full.code, full.out.split("\n", 1)[1]) == (0, SMALL_SPEC)
 
 
+@pytest.mark.slow  # promtool checks the imported annotation templates
 def test_the_output_folder_takes_specs_and_tests_and_only_replaces_its_own_files(
     in_tmp: Path, cli: Callable[..., CliResult]
 ) -> None:

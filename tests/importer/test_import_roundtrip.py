@@ -98,6 +98,7 @@ CASES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow  # promtool checks the imported annotation templates
 @pytest.mark.parametrize(
     ("files", "options", "refused"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
@@ -116,6 +117,7 @@ def test_the_imported_spec_builds_into_the_original_rules(
     assert {g: generated_intervals[g] for g in intervals} == intervals
 
 
+@pytest.mark.slow  # promtool checks the imported annotation templates
 def test_group_labels_templated_labels_keep_firing_for_and_a_cli_severity_round_trip(
     tmp_path: Path,
 ) -> None:

@@ -51,7 +51,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/diff/test_diff_cli.py": (5.0, 0),
     "tests/diff/test_diff_docs.py": (0, 0.6),
     "tests/diff/test_diff_git.py": (0, 0.9),
-    "tests/importer/test_import_roundtrip.py": (0.9, 3.7),
+    "tests/importer/test_import_roundtrip.py": (0, 5.2),
     "tests/importer/test_import_slo_promtool.py": (0, 29),
     "tests/lint/test_lint.py": (0.4, 5.3),
     "tests/output/test_atomic_commit.py": (0, 16),

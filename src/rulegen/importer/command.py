@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -110,6 +108,9 @@ def run(
         raise UsageError("import: test files are written only into a folder: add -o OUT_DIR; "
                          "nothing written")  # fmt: skip
     if target is not None:
+        from rulegen.outdir import refuse_escapes
+
+        refuse_escapes(target, files)
         _refuse_foreign(target, files)
     _summary(err, args.kind, result)
     if not result.services:
@@ -118,8 +119,10 @@ def run(
     if target is None:
         out.write(files[f"{result.services[0].service}.yaml"])
     else:
+        from rulegen.core.confined import write_whole
+
         for name, text in files.items():
-            _write(target / name, text)
+            write_whole(target / name, text.encode("utf-8"))
         shown = display(target)
         err.write(f"wrote {len(files)} file(s) to {printable(shown)}/: {', '.join(files)}\n")
     return 1 if result.refused else 0
@@ -166,19 +169,6 @@ def _ours(path: Path) -> bool:
         return False
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        Path(temporary).replace(path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def _summary(err: TextIO, kind: str, result: ImportResult) -> None:
     lines = [
         f"rulegen import {kind}: imported {len(result.imported)}, adapted "
@@ -187,4 +177,5 @@ def _summary(err: TextIO, kind: str, result: ImportResult) -> None:
     lines.extend(f"  adapted: {note}" for note in result.adapted)
     lines.extend(f"  refused: {note}" for note in result.refused)
     lines.extend(f"  test: tests/{t.name} (from {t.source})" for t in result.user_tests)
+    lines.extend(f"  warning: {text}" for text in result.warnings)
     err.write("".join(f"{printable(line)}\n" for line in lines))

@@ -62,6 +62,8 @@ class ImportResult:
     adapted: list[Note] = field(default_factory=list)
     refused: list[Note] = field(default_factory=list)
     user_tests: list[UserTest] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What the import could not do that is not the input's fault (a check it could not run)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from rulegen import units
 from rulegen.core import promql
 from rulegen.core.diagnostics import FieldPath as Shown
 from rulegen.errors import SpecError
+from rulegen.importer import templates
 from rulegen.importer.model import (
     ImportedService,
     ImportOptions,
@@ -99,6 +100,8 @@ class _Run:
         self.result = ImportResult()
         self.services: dict[str, _Service] = {}
         self.file_service: dict[str, str] = {}  # an input file's real path → its service
+        # the templates promtool rejects, by the alert's document (its id) and place
+        self.templates: dict[tuple[int, PathKey], list[Problem]] = {}
 
     def adapt(self, doc: _Doc, where: PathKey, text: str, *, key: bool = False) -> None:
         self.result.adapted.append(Note(doc.file, doc.line(where, key=key), _field(where), text))
@@ -115,7 +118,9 @@ def import_files(files: Sequence[Path], options: ImportOptions) -> ImportResult:
     """Every rule file, ``PrometheusRule`` and promtool test file of ``files``, imported."""
     run = _Run(options)
     tests: list[_Doc] = []
-    for docs in _load_inputs(files):
+    documents = _load_inputs(files)
+    _check_templates(run, documents)
+    for docs in documents:
         rule_docs: list[tuple[_Doc, PathKey, list[Any]]] = []
         for doc in docs:
             found = _classify(run, doc)
@@ -391,6 +396,7 @@ def _import_rule(
     problems.extend(label_problems)
     annotations, more = _texts(rule.get("annotations"), (*where, "annotations"), what)
     problems.extend(more)
+    problems.extend(run.templates.get((id(doc), where), ()))
     level = str(labels.get("severity", run.options.severity))
     if alert is not None and not problems and (earlier := service.alert_at.get((alert, level))):
         problems.append(((*where, "alert"), f"{what}: an alert of this name and severity "
@@ -555,6 +561,56 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
+
+
+def _check_templates(run: _Run, documents: list[list[_Doc]]) -> None:
+    """Every alert's annotation and label templates, checked at once by promtool as the
+    build checks them; what it rejects becomes a problem of the alert (``run.templates``),
+    at the annotation or label (the group's, when the alert has the label from there)."""
+    found = [(doc, *alert) for docs in documents for doc in docs for alert in _alert_rules(doc)]
+    rejected, unchecked = templates.check([texts for *_, texts in found])
+    if unchecked is not None:
+        run.result.warnings.append(
+            f"the Go templates of the alerts' annotations and labels were not checked: "
+            f"{unchecked} (rulegen build checks them)"
+        )
+    for problem in rejected:
+        doc, group_where, where, rule, texts = found[problem.alert]
+        own = rule.get(problem.field)
+        at: PathKey = (*where, problem.field, problem.key)
+        if problem.field == "labels" and not (isinstance(own, dict) and problem.key in own):
+            at = (*group_where, "labels", problem.key)
+        kind = "annotation" if problem.field == "annotations" else "label"
+        text = (f"alert {texts.name}: {kind} {problem.key}: promtool check rules rejects its "
+                f"Go template ({problem.message})")  # fmt: skip
+        run.templates.setdefault((id(doc), where), []).append((at, text, False))
+
+
+def _alert_rules(
+    doc: _Doc,
+) -> Iterator[tuple[PathKey, PathKey, dict[str, Any], templates.Alert]]:
+    """Each alert rule of a document (its group's place, its own, the rule, its texts as
+    ``_import_rule`` takes them), found where ``_classify`` finds rule groups; what is
+    malformed is left to ``_import_rule`` to refuse."""
+    data = doc.loaded.data
+    if not isinstance(data, dict) or "rule_files" in data:
+        return
+    operator = "kind" in data or "apiVersion" in data
+    spec = data.get("spec") if operator else data
+    base: PathKey = ("spec", "groups") if operator else ("groups",)
+    groups = spec.get("groups") if isinstance(spec, dict) else None
+    for g, group in enumerate(groups if isinstance(groups, list) else ()):
+        rules = group.get("rules") if isinstance(group, dict) else None
+        shared = group.get("labels") if isinstance(group, dict) else None
+        for r, rule in enumerate(rules if isinstance(rules, list) else ()):
+            if not isinstance(rule, dict) or rule.get("alert") is None:
+                continue
+            where: PathKey = (*base, g, "rules", r)
+            labels, _ = _labels(rule.get("labels"), shared if isinstance(shared, dict) else {},
+                                where, "alert", "")  # fmt: skip
+            annotations, _ = _texts(rule.get("annotations"), where, "alert")
+            texts = templates.Alert(str(rule["alert"]), labels, annotations)
+            yield (*base, g), where, rule, texts
 
 
 def _finish(service: _Service) -> ImportedService:

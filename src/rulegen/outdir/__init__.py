@@ -11,9 +11,12 @@ old or the whole new folder.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rulegen.core.confined import escapes
+from rulegen.errors import OutputConflict
 from rulegen.outdir.drift import Drift, drift
 from rulegen.outdir.manifest import MANIFEST
 from rulegen.outdir.plan import Plan, plan_output
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MANIFEST", "Drift", "Plan", "check_output", "commit", "drift", "folder_name", "plan_output",
-    "write",
+    "refuse_escapes", "write",
 ]  # fmt: skip
 
 
@@ -55,3 +58,12 @@ def folder_name(folder: Path) -> str:
     (a symbolic link is not followed: it is the name the user typed)."""
     relative = os.path.relpath(folder.absolute())
     return Path(relative).as_posix() if not relative.startswith("..") else folder.as_posix()
+
+
+def refuse_escapes(folder: Path, names: Iterable[str]) -> None:
+    """``OutputConflict`` (exit 2, one line per link) when a file of ``names`` would be
+    written into ``folder`` through a symbolic link that leads out of it: ``rulegen import
+    -o`` and ``rulegen init`` write into the folder as it is (a build assembles its own)."""
+    problems = escapes(folder, names, folder_name(folder))
+    if problems:
+        raise OutputConflict(problems)
