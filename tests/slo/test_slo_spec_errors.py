@@ -618,6 +618,115 @@ CASES: list[Case] = [
             "no event could ever count as an error"
         ),
     ),
+    Case(
+        "an events query without the {{.window}} placeholder is rejected at the query",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  events:
+                    errors: 'sum(rate(x_errors[5m]))'
+                    total: 'sum(rate(x[{{.window}}]))'
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:17: slos[0].sli.events.errors: must contain {{.window}} where the "
+            "window goes (Sloth's placeholder), e.g. sum(rate(x[{{.window}}]))"
+        ),
+    ),
+    Case(
+        "an events query that is not PromQL is rejected with the parser's words",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  events:
+                    errors: 'sum(rate(x[{{.window}}])'
+                    total: 'sum(rate(x[{{.window}}]))'
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:17: slos[0].sli.events.errors: invalid PromQL (with the window 5m): "
+            "unclosed left parenthesis"
+        ),
+    ),
+    Case(
+        "an events query returning a range vector is rejected",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  events:
+                    errors: 'x_errors[{{.window}}]'
+                    total: 'sum(rate(x[{{.window}}]))'
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:17: slos[0].sli.events.errors: must return an instant vector (got a "
+            "matrix)"
+        ),
+    ),
+    Case(
+        "a raw SLI with min_traffic is rejected at min_traffic",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  raw: {error_ratio: '1 - avg_over_time(up[{{.window}}])'}
+                alerting: {min_traffic: 1}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:8:29: slos[0].alerting.min_traffic: needs the total events, which a "
+            "raw SLI (an error ratio) does not give: write an events SLI"
+        ),
+    ),
+    Case(
+        "an expression SLI's test value must be a number or +N",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  raw:
+                    error_ratio: '1 - avg_over_time(up[{{.window}}])'
+                    test: {good: {'up{job="a"}': 1}, bad: {'up{job="a"}': lots}}
+            """,
+        stderr=spec_errors(
+            'specs/web.yaml:9:63: slos[0].sli.raw.test.bad["up{job=\\"a\\"}"]: must be a number, '
+            "or +N for a counter growing by N a scrape (got 'lots')"
+        ),
+    ),
+    Case(
+        "an expression SLI whose tests promtool could not run is rejected at the SLO",
+        spec="""
+            version: 1
+            service: web
+            slos:
+              - name: api
+                objective: 99%
+                sli:
+                  raw:
+                    error_ratio: '1 - avg_over_time((up == 1)[{{.window}}:])'
+                    test: {good: {'up{job="a"}': 1}, bad: {'up{job="a"}': 0}}
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:4:5: slos[0]: no test can be built: its query's subquery over 30d "
+            "evaluates 86,400 points, beyond the 10,000 promtool's unit tests let one query load: "
+            "give the subquery a resolution ([{{.window}}:5m]) or leave out sli.*.test (no "
+            "generated test)"
+        ),
+    ),
     # --- names and group_by --------------------------------------------------------------
     Case(
         "two SLOs with one name are rejected at the second",
