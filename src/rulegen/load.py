@@ -34,6 +34,8 @@ from rulegen.source.loader import (
 )
 from rulegen.source.locate import pydantic_diagnostics
 from rulegen.source.salvage import salvage
+from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
+from rulegen.source.severities import Severities, disagreement
 from rulegen.spec.models import CatalogAlert, CustomAlert, SLOSpec, SpecModel, spec_model
 
 __all__ = [
@@ -171,6 +173,8 @@ class LoadedFile:
     extends: tuple[Path, ...] = ()
     # the bytes parsed: the spec's, then each of ``extends``' (what the render cache hashes)
     read: tuple[bytes, ...] = ()
+    # the severities the spec declares or inherits (checked against the routing file's)
+    severities: Severities = DEFAULT_SEVERITIES
 
 
 def load_one(catalog: Catalog, path: Path) -> LoadedFile:
@@ -207,7 +211,10 @@ def load_one(catalog: Catalog, path: Path) -> LoadedFile:
         return LoadedFile(in_file_order(problems, doc.positions.file), extends=extends)
     resolved, problems = resolve_spec(spec, doc.positions, catalog)
     ordered = in_file_order(problems, doc.positions.file)
-    return LoadedFile([], None, spec.service, doc.positions, resolved, ordered, extends, read)
+    severities = resolved.severities if resolved is not None else DEFAULT_SEVERITIES
+    return LoadedFile(
+        [], None, spec.service, doc.positions, resolved, ordered, extends, read, severities
+    )
 
 
 def in_file_order(problems: Sequence[Diagnostic], file: str) -> list[Diagnostic]:
@@ -259,6 +266,23 @@ class Combined:
     accepted: list[int]
 
 
+def _disagrees(loaded: LoadedFile, routing: Severities) -> Diagnostic | None:
+    """A spec whose severities are not the routing file's (or a part of them, in the same
+    order, paging alike): an error at its ``severities:``, or at its top for the default."""
+    own = loaded.severities
+    why = disagreement(own, routing)
+    if why is None or loaded.positions is None:
+        return None
+    if own.declared:
+        message = (f"these severities ({own.shown()}) do not fit the routing file's at "
+                   f"{routing.where} ({routing.shown()}): {why}")  # fmt: skip
+        return loaded.positions.diag(("severities",), message, key=True)
+    message = (f"this spec takes the default severities ({own.shown()}), which do not fit the "
+               f"routing file's at {routing.where} ({routing.shown()}): {why}; declare its "
+               "severities: (here or in the defaults file it extends)")  # fmt: skip
+    return loaded.positions.diag((), message)
+
+
 def combine(files: Sequence[Path], found: Sequence[LoadedFile]) -> Combined:
     """Checks that need every file, in file order: the first definition of a service wins
     (the others are errors, not resolved further), one routing section at most."""
@@ -284,6 +308,11 @@ def combine(files: Sequence[Path], found: Sequence[LoadedFile]) -> Combined:
         result.diagnostics.extend(loaded.resolve_problems)
         if not loaded.resolve_problems:
             result.accepted.append(index)
+    if result.routing is not None and result.routing.routing.severities is not None:
+        declared = result.routing.routing.severities
+        result.diagnostics.extend(
+            problem for i in result.accepted if (problem := _disagrees(found[i], declared))
+        )
     # a defaults file's own error comes once, however many specs extend it
     result.diagnostics = list(dict.fromkeys(result.diagnostics))
     return result

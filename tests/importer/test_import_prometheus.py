@@ -67,17 +67,17 @@ REFUSALS = [
             expr: up == 0
      """, ["rules.yml:4: groups[0].rules[0].labels: alert Up: no severity label; rulegen needs "
            "one of critical, warning, info (add the label, or import with --severity LEVEL)"]),
-    ("a severity rulegen does not take is refused", """
+    ("a severity that is no name (a template) is refused", """
         groups:
         - name: g
           rules:
           - alert: Up
             expr: up == 0
             labels:
-              severity: page
-     """, ["rules.yml:7: groups[0].rules[0].labels.severity: alert Up: severity 'page' is not "
-           "one rulegen accepts (critical, warning, info); change the label in the source and "
-           "import again"]),
+              severity: '{{ $labels.level }}'
+     """, ["rules.yml:7: groups[0].rules[0].labels.severity: alert Up: severity "
+           "'{{ $labels.level }}' is not a name rulegen can declare ([A-Za-z0-9][A-Za-z0-9_.-]*); "
+           "change the label in the source and import again"]),
     ("an alert name rulegen refuses is refused", """
         groups:
         - name: g
@@ -584,11 +584,11 @@ def test_the_output_folder_takes_specs_and_tests_and_only_replaces_its_own_files
          "63 characters"),
         (("import", "nagios", "r.yml"), "import: argument KIND: invalid choice: 'nagios' (choose "
          "from 'prometheus', 'sloth', 'openslo', 'pyrra')"),
-        (("import", "prometheus", "r.yml", "--severity", "page"), "import: argument --severity: "
-         "invalid choice: 'page' (choose from 'critical', 'warning', 'info')"),
+        (("import", "prometheus", "r.yml", "--severity", "p 1"), "import: argument --severity: "
+         "'p 1' is not a severity name ([A-Za-z0-9][A-Za-z0-9_.-]*)"),
     ],
     ids=["a missing file", "a service name rulegen refuses", "an unknown kind",
-         "an unknown severity"],
+         "a severity that is no name"],
 )  # fmt: skip
 def test_usage_errors_exit_2(
     in_tmp: Path, cli: Callable[..., CliResult], argv: tuple[str, ...], message: str
@@ -620,3 +620,64 @@ def test_a_group_name_of_another_service_in_the_same_import_is_refused(in_tmp: P
         "two.yml:1: groups[0].name: group g: a group of this name is already imported into "
         "service one (one.yml:1); rule group names are unique across a build"
     ]
+
+
+# --- severities outside critical, warning and info (docs/migrating.md#severities) -----------
+
+KUBE_PROMETHEUS = DATA / "kube-prometheus" / "kubePrometheus-prometheusRule.yaml"
+
+
+def test_kube_prometheus_severity_none_is_imported_and_declared(
+    in_tmp: Path, cli: Callable[..., CliResult]
+) -> None:
+    shutil.copy(KUBE_PROMETHEUS, in_tmp / "kube.yaml")
+
+    got = cli("import", "prometheus", "kube.yaml", "--service", "kube")
+
+    assert got.code == 0, got.err
+    assert got.err.splitlines() == [
+        "rulegen import prometheus: imported 12, adapted 2, refused 0",
+        "  adapted: kube.yaml:10: metadata.name: not kept (rulegen names the PrometheusRule "
+        "after the service; `--target operator` writes it)",
+        "  adapted: kube.yaml:37: spec.groups[0].rules[1].labels.severity: alert Watchdog: "
+        "severity 'none' is not one of rulegen's default severities (critical, warning, info); "
+        "the spec declares it in `severities:`, after them (docs/migrating.md#severities)",
+    ]
+    head = got.out.split("targets:", 1)[0].split("\n", 1)[1]
+    assert head == (
+        "version: 1\n"
+        "# service: from --service\n"
+        "service: kube\n"
+        "# severities: rulegen's default ones, then those of the rule files: none "
+        "(kube.yaml:37).\n"
+        "# Most severe first; the first pages ({name: X, pages: true} for another). Move the "
+        "list\n"
+        "# into the defaults file your specs extend to share it (docs/migrating.md#severities)\n"
+        "severities:\n"
+        "  - critical\n"
+        "  - warning\n"
+        "  - info\n"
+        "  - none\n"
+        "# targets.operator: from the PrometheusRule's metadata\n"
+    )
+    assert got.out.count("severity: none\n") == 2  # Watchdog and InfoInhibitor
+
+
+def test_a_severity_from_the_command_line_is_declared_too(in_tmp: Path) -> None:
+    result = run(ONE_GROUP.format(extra="").replace("labels: {severity: warning}", ""), in_tmp,
+                 severity="page")  # fmt: skip
+    (service,) = result.services
+    assert service.document["severities"] == ["critical", "warning", "info", "page"]
+    assert service.document["alerts"][0]["severity"] == "page"
+    assert notes(result) == ([
+        "rules.yml:5: groups[0].rules[0].labels: alert Up: no severity label; severity page "
+        "from --severity",
+        "rules.yml:5: groups[0].rules[0].labels: alert Up: severity 'page' is not one of "
+        "rulegen's default severities (critical, warning, info); the spec declares it in "
+        "`severities:`, after them (docs/migrating.md#severities)",
+    ], [])  # fmt: skip
+
+
+def test_default_severities_declare_nothing(in_tmp: Path) -> None:
+    result = run(ONE_GROUP.format(extra=""), in_tmp)
+    assert "severities" not in result.services[0].document

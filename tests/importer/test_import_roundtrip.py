@@ -80,21 +80,19 @@ def _import_and_build(
     }
 
 
-CASES = [
+CASES: list[tuple[str, list[str], ImportOptions, set[Key]]] = [
     ("awesome-prometheus-alerts node-exporter, its week-long for included",
      ["node-exporter.yml"], ImportOptions(), set()),
     ("kubernetes-mixin style rules", ["mixin/prometheus_alerts.yaml",
      "mixin/prometheus_rules.yaml"], ImportOptions("kube"), set()),
     ("sloth kubernetes-apiserver: page and ticket alerts of one name, by severity",
      ["sloth/kubernetes-apiserver.yml"], ImportOptions(), set()),
-    ("sloth getting-started: severities pageteam and slack are refused",
-     ["sloth/getting-started.yml"], ImportOptions(),
-     {("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 0),
-      ("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 1)}),
+    ("sloth getting-started: severities pageteam and slack, declared in the spec",
+     ["sloth/getting-started.yml"], ImportOptions(), set()),
     ("sloth PrometheusRule (k8s-getting-started)", ["sloth/k8s-getting-started.yml"],
-     ImportOptions(),
-     {("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 0),
-      ("sloth-slo-alerts-myservice-requests-availability", "alert", "MyServiceHighErrorRate", 1)}),
+     ImportOptions(), set()),
+    ("kube-prometheus' PrometheusRule: Watchdog and InfoInhibitor of severity none",
+     ["kube-prometheus/kubePrometheus-prometheusRule.yaml"], ImportOptions(), set()),
 ]  # fmt: skip
 
 
@@ -171,8 +169,8 @@ def test_the_moved_promtool_tests_pass_on_the_originals_and_on_the_build(tmp_pat
     others = {
         "in/node-exporter.yml": 0,
         "in/sloth/kubernetes-apiserver.yml": 0,
-        "in/sloth/k8s-getting-started.yml": 1,
-    }  # refuses severities pageteam and slack
+        "in/sloth/k8s-getting-started.yml": 0,  # severities pageteam and slack: declared
+    }
     for path, code in others.items():
         got = run_rulegen("import", "prometheus", path, "-o", "specs", cwd=tmp_path)
         assert got.code == code, got.err
@@ -180,3 +178,52 @@ def test_the_moved_promtool_tests_pass_on_the_originals_and_on_the_build(tmp_pat
     built = run_rulegen("build", "specs", cwd=tmp_path)
     assert built.code == 0, built.err
     assert "promtool test rules: 2 file(s) passed" in built.out
+
+
+KUBE_ROUTING = """
+    version: 1
+    routing:
+      severities: [critical, warning, info, none]
+      group_by: [namespace]
+      default_receiver: default
+      receivers:
+        - {name: default, webhook: {url: 'http://sink.internal/default'}}
+        - {name: 'null', discard: true}
+        - {name: critical, webhook: {url: 'http://sink.internal/critical'}}
+      routes:
+        - {match: {alertname: InfoInhibitor}, receiver: 'null'}
+        - {match: {severity: critical}, receiver: critical}
+      inhibit:
+        - {source: {severity: critical}, target: {severity: warning}, equal: [namespace, alertname]}
+        - {source: {alertname: InfoInhibitor}, target: {severity: info}, equal: [namespace]}
+    """
+
+
+@pytest.mark.slow
+def test_kube_prometheus_severity_none_round_trips_through_a_validated_build(
+    tmp_path: Path,
+) -> None:
+    shutil.copy(DATA / "kube-prometheus/kubePrometheus-prometheusRule.yaml", tmp_path / "k.yaml")
+    got = run_rulegen("import", "prometheus", "k.yaml", "--service", "kube", "-o", "specs",
+                      cwd=tmp_path)  # fmt: skip
+    assert got.code == 0, got.err
+    assert "refused 0" in got.err.splitlines()[0]
+    specs_for_stack(tmp_path / "specs")
+    write_tree(tmp_path, {"specs/routing.yaml": KUBE_ROUTING})
+
+    built = run_rulegen("build", "specs", cwd=tmp_path)
+
+    assert built.code == 0, built.err
+    assert "promtool check rules: 1 file(s) ok" in built.out.splitlines()
+    assert "amtool routing tests: 4 passed" in built.out.splitlines()
+    rules = yaml.safe_load((tmp_path / "rules/prometheus/kube.rules.yml").read_text())
+    severities = {r["alert"]: r["labels"]["severity"] for g in rules["groups"]
+                  for r in g["rules"] if "alert" in r}  # fmt: skip
+    assert severities == {
+        "TargetDown": "warning", "Watchdog": "none", "InfoInhibitor": "none",
+        "NodeNetworkInterfaceFlapping": "warning",
+    }  # fmt: skip
+    tests = yaml.safe_load((tmp_path / "rules/alertmanager/routing-tests.yml").read_text())
+    receivers = {t["name"]: t["receivers"] for t in tests["tests"]}
+    assert receivers["kube/InfoInhibitor/none"] == ["null"]
+    assert receivers["kube/Watchdog/none"] == ["default"]

@@ -227,6 +227,47 @@ CASES = [
         "more severe than the page (warning)\n",
     ),
     Case(
+        "label/severity: the declared order ranks severities",
+        spec("""
+        severities: [page, ticket]
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, for: 5m, severity: page}
+        diagnoses:
+          - {kind: ttft_disk_bound, severity: ticket}
+        """),
+        "specs/web.yaml:9:39: [label/severity] error: TTFTDiskBound (ticket) holds back "
+        "TTFTLatencyHigh (page) on its host: while the diagnosis fires, that page is lost; "
+        "give the diagnosis severity page\n",
+        1,
+    ),
+    Case(
+        "label/severity: an SLO ticket more severe than its page, by the declared order",
+        spec("""
+        severities: [P1, P2, P3]
+        slos:
+          - name: api
+            objective: 99.9%
+            evaluation_interval: 1m
+            sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
+            alerting: {page: {severity: P3}, ticket: {severity: P1}}
+        """),
+        "specs/web.yaml:11:15: [label/severity] warning: SLO api: the ticket (P1) is "
+        "more severe than the page (P3)\n",
+    ),
+    Case(
+        "annotation/runbook: an alert of a declared paging severity without a runbook",
+        """
+        version: 1
+        service: web
+        severities: [page, ticket]
+        alerts:
+          - {signal: requests_waiting, threshold: 5, for: 5m, severity: page}
+        """,
+        "specs/web.yaml:1:1: [annotation/runbook] warning: no runbook_url: 1 alert(s) reach "
+        "on-call without a runbook, 1 of them paging (RequestQueueBacklog…); set runbook_url "
+        "(with {alert} for the alert's name)\n",
+    ),
+    Case(
         "label/conflict: a spec label named instance overwrites the series' instance",
         spec("""
         alerts:

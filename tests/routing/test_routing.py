@@ -342,6 +342,64 @@ CASES: list[Case] = [
             'did you mean "receiver"?',
         ),
     ),
+    # --- severities --------------------------------------------------------------------
+    Case(
+        "severity values of routes, inhibitions and tests must be declared",
+        HEAD.replace("routing:\n", "routing:\n  severities: [page, ticket]\n")
+        + """\
+  routes:
+    - match: {severity: critical}
+      receiver: a
+  inhibit:
+    - {source: {severity: page}, target: {severity: warning}}
+  tests:
+    - labels: {severity: none}
+      receivers: [a]
+""",
+        spec_errors(
+            "specs/routing.yaml:9:25: routing.routes[0].match.severity: must be 'page' or "
+            "'ticket', the severities declared at specs/routing.yaml:3:15 (got 'critical')",
+            "specs/routing.yaml:12:53: routing.inhibit[0].target.severity: must be 'page' or "
+            "'ticket', the severities declared at specs/routing.yaml:3:15 (got 'warning')",
+            "specs/routing.yaml:14:26: routing.tests[0].labels.severity: must be 'page' or "
+            "'ticket', the severities declared at specs/routing.yaml:3:15 (got 'none')",
+        ),
+    ),
+    Case(
+        "a spec whose default severities the routing file's declaration lacks",
+        HEAD.replace("routing:\n", "routing:\n  severities: [page, ticket]\n"),
+        spec_errors(
+            "specs/web.yaml:1:1: this spec takes the default severities (critical (pages), "
+            "warning, info), which do not fit the routing file's at specs/routing.yaml:3:15 "
+            "(page (pages), ticket): critical, warning, info are not declared there; declare its "
+            "severities: (here or in the defaults file it extends)"
+        ),
+    ),
+    Case(
+        "a spec whose declaration pages otherwise than the routing file's",
+        HEAD.replace("routing:\n", "routing:\n  severities: [critical, warning, info, none]\n"),
+        spec_errors(
+            "specs/defaults.yaml:3:3: severities: these severities (critical (pages), warning "
+            "(pages), info) do not fit the routing file's at specs/routing.yaml:3:15 (critical "
+            "(pages), warning, info, none): paging differs for warning (inherited by "
+            "specs/web.yaml from defaults.severities)"
+        ),
+        files={
+            "specs/web.yaml": SERVICE.replace(
+                "service: web", "service: web\n    extends: defaults.yaml"
+            ),
+            "specs/defaults.yaml": "version: 1\ndefaults:\n  severities: [critical, "
+            "{name: warning, pages: true}, info]\n",
+        },
+    ),
+    Case(
+        "a receiver that discards takes no integration",
+        HEAD + "    - {name: blackhole, discard: true, webhook: {url: 'http://sink.internal/x'}}\n",
+        spec_errors(
+            "specs/routing.yaml:7:34: routing.receivers[1].discard: a receiver that discards "
+            "takes no integration (got webhook)"
+        ),
+    ),
     # --- files ---------------------------------------------------------------------------
     Case(
         "a second routing section is rejected, naming where the first one is",
@@ -534,6 +592,67 @@ def test_a_critical_storage_alert_reaches_oncall_then_storage(in_tmp: Path, cli:
             }
         ]
     }
+
+
+# --- a repository's own severities --------------------------------------------------------
+
+PAGE_TICKET = """\
+version: 1
+routing:
+  severities: [page, ticket, none]
+  default_receiver: platform
+  receivers:
+    - {name: platform, webhook: {url: 'http://sink.internal/platform'}}
+    - {name: oncall, webhook: {url: 'http://sink.internal/oncall'}}
+    - {name: blackhole, discard: true}
+  routes:
+    - match: {severity: none}
+      receiver: blackhole
+    - match: {severity: page}
+      receiver: oncall
+  inhibit:
+    - {source: {severity: page}, target: {severity: ticket}, equal: [alertname, instance]}
+    - {source: {alertname: InfoInhibitor}, target: {severity: ticket}, equal: [instance]}
+  tests:
+    - labels: {alertname: Watchdog, severity: none}
+      receivers: [blackhole]
+"""
+
+PAGE_TICKET_SERVICE = """
+    version: 1
+    service: web
+    severities: [page, ticket, none]
+    alerts:
+      - {signal: disk_await, threshold: 50ms, severity: page}
+      - {signal: disk_await, name: DiskAwaitSlow, threshold: 5ms, severity: ticket}
+      - {signal: custom, name: InfoInhibitor, expr: 'ALERTS{severity="ticket"} == 1',
+         severity: none}
+    """
+
+
+@needs_tools
+@pytest.mark.slow
+def test_routing_tests_follow_the_declared_severities(in_tmp: Path, cli: Cli) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": PAGE_TICKET_SERVICE, "specs/routing.yaml": PAGE_TICKET})
+
+    result = cli("build")
+
+    assert result.code == 0, result.err
+    assert "amtool routing tests: 4 passed" in result.out.splitlines()
+    config = yaml.safe_load((in_tmp / "rules/alertmanager/alertmanager.yml").read_text())
+    assert {"name": "blackhole"} in config["receivers"]  # no integration: Alertmanager drops
+    assert config["inhibit_rules"][0] == {
+        "source_matchers": ['severity="page"'],
+        "target_matchers": ['severity="ticket"'],
+        "equal": ["alertname", "instance"],
+    }
+    tests = yaml.safe_load((in_tmp / "rules/alertmanager/routing-tests.yml").read_text())
+    assert [(t["name"], t["labels"].get("severity"), t["receivers"]) for t in tests["tests"]] == [
+        ("specs/routing.yaml:18:7: routing test", "none", ["blackhole"]),
+        ("web/DiskAwaitHigh/page", "page", ["oncall"]),
+        ("web/DiskAwaitSlow/ticket", "ticket", ["platform"]),
+        ("web/InfoInhibitor/none", "none", ["blackhole"]),
+    ]
 
 
 # --- reports --------------------------------------------------------------------------------

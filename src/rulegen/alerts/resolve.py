@@ -28,6 +28,8 @@ from rulegen.generated import Comparison, Expression, Operator, Recorded, Thresh
 from rulegen.source.fields import Collector, duration
 from rulegen.source.fields import labels as label_set
 from rulegen.source.loader import PathKey
+from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
+from rulegen.source.severities import Severities, check
 from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
 
 # Limits that keep every alert testable: a generated promtool test evaluates the whole rule
@@ -66,13 +68,18 @@ def resolve_alerts(
     catalog: Catalog,
     histograms: Histograms = ALL_CLASSIC,
     vllm: VllmVersion | None = None,
+    severities: Severities = DEFAULT_SEVERITIES,
 ) -> list[ResolvedAlert]:
     """Every alert of a spec, each checked at its position (errors go to ``col``); vLLM
-    signals read the metrics of the ``vllm`` release (``rulegen.catalog.vllm``)."""
+    signals read the metrics of the ``vllm`` release (``rulegen.catalog.vllm``), severities
+    are the declared ones (``rulegen.source.severities``)."""
     alerts: list[ResolvedAlert] = []
     names: dict[str, list[tuple[int, Any]]] = {}
     for index, alert in enumerate(spec.alerts or ()):
         path: PathKey = ("alerts", index)
+        if not check(col, (*path, "severity"), alert.severity, severities):
+            # the rest of the entry is still checked, the value as text standing in
+            alert = alert.model_copy(update={"severity": str(alert.severity)})
         signal = None if alert.signal == "custom" else catalog.signals[alert.signal]
         name = alert.name or (signal.alert if signal else "")
         if not _unique_name(col, path, alert, name, names.setdefault(name, [])):

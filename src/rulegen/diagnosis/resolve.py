@@ -34,7 +34,11 @@ from rulegen.diagnosis.params import (
 from rulegen.host import host_of
 from rulegen.source.fields import Collector, duration, labels
 from rulegen.source.loader import PathKey
+from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
+from rulegen.source.severities import Severities, check
 
+# With the default severities; a declaration of its own gives each kind its first paging
+# severity for critical, its first severity that does not page for warning.
 DEFAULT_SEVERITY = {
     "ttft_disk_bound": "critical",
     "throughput_network_bound": "warning",
@@ -64,6 +68,7 @@ def resolve_diagnoses(
     catalog: Catalog,
     left_open: bool = False,
     histograms: Histograms = ALL_CLASSIC,
+    severities: Severities = DEFAULT_SEVERITIES,
 ) -> tuple[ResolvedDiagnosis, ...]:
     """Every diagnosis of a spec; ``alert_signals`` maps the spec's alert names to signals.
 
@@ -96,12 +101,24 @@ def resolve_diagnoses(
             )
             continue
         taken[name] = "diagnoses"
+        entry = entry.model_copy(update={"severity": _severity(col, path, entry, severities)})
         ttft = histograms.kind(TTFT_METRIC, "vllm")
         context = Context(col, path, spec.service, host, selectors, scrape, catalog, ttft)
         resolved = _diagnosis(context, entry, name, spec_labels, alert_signals, spec.runbook_url)
         if resolved is not None and _ttft_readable(context, resolved):
             out.append(replace(resolved, left_open=left_open, ttft_histogram=ttft))
     return _explain_diagnoses(out)
+
+
+def _severity(col: Collector, path: PathKey, entry: Any, severities: Severities) -> str:
+    """A diagnosis' own severity, checked against the declaration, or its kind's default
+    (the declaration's paging severity for a kind that pages, its first other one if not)."""
+    pages = DEFAULT_SEVERITY[entry.kind] == "critical"
+    default = severities.page if pages else severities.ticket
+    if entry.severity is None:
+        return default
+    own: str = entry.severity
+    return own if check(col, (*path, "severity"), own, severities) else default
 
 
 def _explain_diagnoses(diagnoses: list[ResolvedDiagnosis]) -> tuple[ResolvedDiagnosis, ...]:
@@ -153,7 +170,7 @@ def _diagnosis(
     evidence = builder.evidence(entry.kind)
     if len(col.diagnostics) > before or evidence is None:
         return None
-    severity = entry.severity or DEFAULT_SEVERITY[entry.kind]
+    severity = entry.severity
     merged = {**dict(spec_labels), **dict(extra)}
     merged.update(severity=severity, service=ctx.service, diagnosis=entry.kind)
     explains = tuple(a for a, s in alert_signals.items() if s in EXPLAINS[entry.kind])

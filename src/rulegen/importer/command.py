@@ -25,7 +25,7 @@ from rulegen.importer import KINDS
 if TYPE_CHECKING:
     from rulegen.importer.model import Importer, ImportResult
 
-SEVERITIES = ("critical", "warning", "info")
+SEVERITY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # rulegen.source.severities.NAME
 
 EPILOG = """exit codes:
   0  everything was imported
@@ -54,10 +54,21 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     parser.add_argument("-o", "--out", type=Path, metavar="OUT_DIR",
                         help="write OUT_DIR/<service>.yaml and OUT_DIR/tests/ (default: print "
                         "the one spec on stdout)")  # fmt: skip
-    parser.add_argument("--severity", choices=SEVERITIES, metavar="LEVEL",
+    parser.add_argument("--severity", type=_severity, metavar="LEVEL",
                         help="severity of alerts without a severity label (critical, warning, "
-                        "info); without it they are refused")  # fmt: skip
+                        "info, or one the spec then declares in severities:); without it they "
+                        "are refused")  # fmt: skip
     return parser
+
+
+def _severity(value: str) -> str:
+    """``--severity``: a severity name (one outside critical, warning and info is declared in
+    the imported spec's ``severities:``)."""
+    if not SEVERITY.match(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a severity name ([A-Za-z0-9][A-Za-z0-9_.-]*)"
+        )
+    return value
 
 
 def importer(kind: str) -> Importer:

@@ -44,8 +44,11 @@ from rulegen.source.loader import (
     load_text,
     read_source,
 )
+from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
+from rulegen.source.severities import NAME as SEVERITY_NAME
+from rulegen.source.severities import NAME_TEXT as SEVERITY_TEXT
 
-SEVERITIES = ("critical", "warning", "info")
+SEVERITIES = DEFAULT_SEVERITIES.names
 MAX_FOR = 365 * 86_400  # seconds: rulegen's limit on a custom alert's ``for`` (docs/spec.md)
 RULE_KEYS = ("alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations")
 GROUP_KEYS = ("name", "interval", "rules", "labels", "limit", "query_offset")
@@ -90,6 +93,8 @@ class _Service:
     operator: dict[str, Any] | None = None
     # the labels rulegen adds to each alert (by name) that its source did not have
     added: dict[str, dict[str, str]] = field(default_factory=dict)
+    # severities outside the default ones, in the order met, with where each was first met
+    severities: dict[str, str] = field(default_factory=dict)
 
 
 class _Run:
@@ -432,12 +437,27 @@ def _import_rule(
     entry.update({"labels": labels} if labels else {})
     entry["annotations"] = annotations
     entry["group"] = group
-    _add_alert(
-        service, entry, had_severity="severity" in {**group_labels, **rule.get("labels", {})}
-    )
+    had_severity = "severity" in {**group_labels, **rule.get("labels", {})}
+    _add_alert(service, entry, had_severity=had_severity)
+    _declare(run, service, doc, where, str(severity), what, labelled=had_severity)
     run.result.imported.append(f"{alert} ({at})")
     service.alert_at[(str(alert), str(severity))] = at
     return 1
+
+
+def _declare(
+    run: _Run, service: _Service, doc: _Doc, where: PathKey, severity: str, what: str,
+    *, labelled: bool,
+) -> None:  # fmt: skip
+    """A severity outside rulegen's default ones goes into the spec's ``severities:``, noted
+    once per service where it is first met."""
+    if severity in SEVERITIES or severity in service.severities:
+        return
+    place = (*where, "labels", "severity") if labelled else (*where, "labels")
+    service.severities[severity] = f"{doc.file}:{doc.line(place, key=not labelled)}"
+    run.adapt(doc, place, f"{what}: severity {severity!r} is not one of rulegen's default "
+              f"severities ({', '.join(SEVERITIES)}); the spec declares it in `severities:`, "
+              "after them (docs/migrating.md#severities)", key=not labelled)  # fmt: skip
 
 
 def _add_alert(service: _Service, entry: dict[str, Any], *, had_severity: bool) -> None:
@@ -507,9 +527,9 @@ def _severity(
         run.adapt(doc, (*where, "labels"), f"{what}: no severity label; severity "
                   f"{run.options.severity} from --severity", key=True)  # fmt: skip
         return run.options.severity, None
-    if value not in SEVERITIES:
-        return None, ((*where, "labels", "severity"), f"{what}: severity {value!r} is not one "
-                      f"rulegen accepts ({', '.join(SEVERITIES)}); change the label in the "
+    if not SEVERITY_NAME.match(value):
+        return None, ((*where, "labels", "severity"), f"{what}: severity {value!r} is not a "
+                      f"name rulegen can declare ({SEVERITY_TEXT}); change the label in the "
                       "source and import again", False)  # fmt: skip
     return value, None
 
@@ -616,6 +636,15 @@ def _alert_rules(
 def _finish(service: _Service) -> ImportedService:
     document: dict[str, Any] = {"version": 1, "service": service.name}
     comments: dict[tuple[str | int, ...], str] = {("service",): service.how}
+    if service.severities:
+        document["severities"] = [*SEVERITIES, *service.severities]
+        first = ", ".join(f"{name} ({at})" for name, at in service.severities.items())
+        comments[("severities",)] = (
+            f"severities: rulegen's default ones, then those of the rule files: {first}.\n"
+            "Most severe first; the first pages ({name: X, pages: true} for another). Move the "
+            "list\ninto the defaults file your specs extend to share it "
+            "(docs/migrating.md#severities)"
+        )
     if service.operator:
         document["targets"] = {"operator": service.operator}
         comments[("targets",)] = "targets.operator: from the PrometheusRule's metadata"

@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # types only: ``lint --help`` reads ``TIMEOUT`` without loadi
     from rulegen.source.fields import Collector
     from rulegen.source.loader import Positions, Where
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 MIN_SCRAPES_PER_WINDOW = 4  # one failed scrape plus ingestion races (Robust Perception)
 TIMEOUT = 30.0
 """The default deadline of each request to ``--prometheus`` (``lint --timeout``), in seconds."""

@@ -34,6 +34,8 @@ from rulegen.slo.resolve import resolve_slos
 from rulegen.source.fields import Collector, duration
 from rulegen.source.fields import labels as label_set
 from rulegen.source.loader import Origin, PathKey, Positions
+from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
+from rulegen.source.severities import Severities, declaration
 from rulegen.spec.models import TargetSettings
 
 # The longest evaluation_interval and scrape_interval a spec may set.
@@ -64,6 +66,8 @@ class ResolvedSpec:
     prometheus_origin: Origin | None = None
     # the vLLM release the vLLM signals read (``vllm: {version: …}``; None: every release)
     vllm: VllmVersion | None = None
+    # the severities the spec declares (or inherits), most severe first; the default if none
+    severities: Severities = DEFAULT_SEVERITIES
 
 
 def resolve_spec(
@@ -78,6 +82,7 @@ def resolve_spec(
         col, ("scrape_interval",), spec.scrape_interval, positive=True, most=MAX_INTERVAL
     )
     version = prometheus_version(col, spec.prometheus.version)
+    severities = declaration(col, ("severities",), spec.severities) or DEFAULT_SEVERITIES
     vllm = vllm_version(col, spec.vllm.version) if spec.vllm is not None else None
     selectors = _selectors(col, spec.selectors, catalog, version or DEFAULT)
     _refuse_utf8_matchers(col, spec, version or DEFAULT)
@@ -97,19 +102,21 @@ def resolve_spec(
     # A bad interval is reported once; the entries are still checked, against the default,
     # so its error hides none of theirs.
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
-    alerts = resolve_alerts(col, spec, spec_labels, intervals, selectors, catalog, histograms, vllm)
+    alerts = resolve_alerts(
+        col, spec, spec_labels, intervals, selectors, catalog, histograms, vllm, severities
+    )
     recordings = resolve_recordings(col, spec)
     groups = resolve_groups(col, spec, intervals[0], version or DEFAULT)
     slos = resolve_slos(
         col, spec, spec_labels, intervals[0], intervals[1], catalog, version or DEFAULT,
-        histograms,
+        histograms, severities,
     )  # fmt: skip
     diagnoses: tuple[ResolvedDiagnosis, ...] = ()
     signals = {a.name: a.signal.signal if a.signal else "custom" for a in alerts}
     if host_ok:
         diagnoses = resolve_diagnoses(
             col, spec, spec_labels, signals, selectors, intervals, catalog,
-            (version or DEFAULT).left_open_ranges, histograms,
+            (version or DEFAULT).left_open_ranges, histograms, severities,
         )  # fmt: skip
     _histograms_used(col, histograms, alerts, slos, diagnoses, catalog)
     if col.diagnostics or evaluation is None or scrape is None or version is None:
@@ -121,7 +128,7 @@ def resolve_spec(
     resolved = ResolvedSpec(
         spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
         spec.host_label, retention, spec.max_group_rules, spec.targets, tuple(recordings),
-        groups, version, col.origin(("prometheus", "version")), vllm,
+        groups, version, col.origin(("prometheus", "version")), vllm, severities,
     )  # fmt: skip
     return resolved, []
 

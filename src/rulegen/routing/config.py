@@ -31,7 +31,8 @@ def alertmanager_config(
     data = {k: v for k, v in base.items() if k not in OWNED_KEYS}
     data["route"] = root
     data["receivers"] = [
-        {"name": r.name, r.integration: [dict(r.config)]} for r in routing.receivers
+        {"name": r.name, r.integration: [dict(r.config)]} if r.integration else {"name": r.name}
+        for r in routing.receivers
     ]
     rules = [*routing.inhibits, *inhibits]
     if rules:

@@ -8,11 +8,13 @@ from typing import Any
 
 from rulegen.core import promql
 from rulegen.source.loader import Origin
+from rulegen.source.severities import Severities
 
 
 @dataclass(frozen=True)
 class Receiver:
-    """A receiver: its name and its one Alertmanager integration (``webhook_configs`` …)."""
+    """A receiver: its name and its one Alertmanager integration (``webhook_configs`` …);
+    ``integration`` is empty for one that discards what reaches it (``discard: true``)."""
 
     name: str
     integration: str
@@ -68,6 +70,8 @@ class ResolvedRouting:
     routes: tuple[Route, ...]
     inhibits: tuple[Inhibit, ...]
     tests: tuple[RoutingTest, ...]
+    # the routing file's ``severities:`` (None: not declared there)
+    severities: Severities | None = None
 
     def receivers_for(self, labels: Mapping[str, str]) -> tuple[str, ...]:
         """The receivers an alert reaches, as Alertmanager walks the tree (``continue``)."""

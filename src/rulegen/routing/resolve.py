@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from rulegen import units
+from rulegen.core import diagnostics as codes
 from rulegen.core import promql
 from rulegen.routing.model import Inhibit, Receiver, ResolvedRouting, Route, RoutingTest
 from rulegen.routing.secrets import file_option
 from rulegen.source.fields import Collector, duration
 from rulegen.source.loader import PathKey
+from rulegen.source.severities import Severities, check, declaration
 
 INTEGRATIONS = {
     "webhook": "webhook_configs",
@@ -45,6 +47,7 @@ def resolve_routing(
     default, as Alertmanager reads it."""
     routing = spec.routing
     before = len(col.diagnostics)
+    severities = declaration(col, ("routing", "severities"), routing.severities)
     receivers = _receivers(col, routing.receivers, base_global or {})
     names = {r.name for r in receivers}
     _known(col, ("routing", "default_receiver"), routing.default_receiver, names)
@@ -63,6 +66,8 @@ def resolve_routing(
     }
     for index, label in enumerate(routing.group_by):
         _label(col, ("routing", "group_by", index), label)
+    if severities is not None:
+        _declared(col, routing, severities)
     wait, interval, repeat = (
         timings[k] for k in ("group_wait", "group_interval", "repeat_interval")
     )
@@ -80,7 +85,28 @@ def resolve_routing(
         routes=routes,
         inhibits=inhibits,
         tests=tests,
+        severities=severities,
     )
+
+
+def _declared(col: Collector, routing: Any, severities: Severities) -> None:
+    """The ``severity`` values the routes (``match``), inhibitions and tests name must be
+    declared: a typo there would route or hold back nothing, silently."""
+    places: list[tuple[PathKey, dict[str, str]]] = []
+    stack: list[tuple[PathKey, Any]] = [
+        (("routing", "routes", i), r) for i, r in enumerate(routing.routes)
+    ]
+    while stack:
+        path, route = stack.pop(0)
+        places.append(((*path, "match"), route.match))
+        stack.extend(((*path, "routes", i), r) for i, r in enumerate(route.routes))
+    for index, rule in enumerate(routing.inhibit):
+        path = ("routing", "inhibit", index)
+        places += [((*path, "source"), rule.source), ((*path, "target"), rule.target)]
+    places += [(("routing", "tests", i, "labels"), t.labels) for i, t in enumerate(routing.tests)]
+    for path, labels in places:
+        if "severity" in labels:
+            check(col, (*path, "severity"), labels["severity"], severities)
 
 
 def _receivers(
@@ -98,9 +124,20 @@ def _receivers(
             continue
         seen[spec.name] = index
         kinds = [k for k in INTEGRATIONS if getattr(spec, k) is not None]
+        if spec.discard:
+            if kinds:
+                col.error((*path, "discard"), f"a receiver that discards takes no integration "
+                          f"(got {', '.join(kinds)})")  # fmt: skip
+            out.append(Receiver(spec.name, "", {}))
+            continue
+        if not kinds:
+            col.add(path, f"needs exactly one of {', '.join(INTEGRATIONS)} (got none)",
+                    codes.SPEC_VALUE, "error", "discard: true makes a receiver that drops "
+                    "what reaches it")  # fmt: skip
+            continue
         if len(kinds) != 1:
-            found = ", ".join(kinds) if kinds else "none"
-            col.error(path, f"needs exactly one of {', '.join(INTEGRATIONS)} (got {found})")
+            col.error(path, f"needs exactly one of {', '.join(INTEGRATIONS)} (got "
+                      f"{', '.join(kinds)})")  # fmt: skip
             continue
         kind = kinds[0]
         config = getattr(spec, kind).model_dump(exclude_none=True)

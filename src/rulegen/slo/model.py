@@ -226,6 +226,9 @@ class ResolvedSLO:
     # The rules run on VictoriaMetrics (vmalert): the generated tests model MetricsQL's
     # ``increase()`` and its 12-digit storage (rulegen.slo.coverage, render.vmalert_tests)
     metricsql: bool = False
+    # The severity of the alert on incomplete recordings: the declaration's first severity
+    # that does not page (rulegen.source.severities)
+    incomplete_severity: str = "warning"
 
     @property
     def budget(self) -> Decimal:

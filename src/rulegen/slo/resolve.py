@@ -36,6 +36,8 @@ from rulegen.slo.model import (
 )
 from rulegen.source.fields import Collector, duration, labels
 from rulegen.source.loader import PathKey
+from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
+from rulegen.source.severities import Severities, check
 
 # Google SRE Workbook, ch. 5, "Multiwindow, Multi-Burn-Rate Alerts".
 DEFAULT_TIERS = (
@@ -66,9 +68,11 @@ def resolve_slos(
     evaluation: Decimal, scrape: Decimal, catalog: Catalog,
     version: PrometheusVersion = DEFAULT,
     histograms: Histograms = ALL_CLASSIC,
+    severities: Severities = DEFAULT_SEVERITIES,
 ) -> tuple[ResolvedSLO, ...]:  # fmt: skip
     """Resolve every SLO of a spec; errors go to ``col``, broken SLOs are left out. The
-    declared Prometheus ``version`` decides the shape of the base recordings (rules)."""
+    declared Prometheus ``version`` decides the shape of the base recordings (rules), the
+    declared ``severities`` those of the alerts (``_severities``)."""
     out: list[ResolvedSLO] = []
     names: dict[str, int] = {}
     for index, slo in enumerate(spec.slos or ()):
@@ -79,13 +83,29 @@ def resolve_slos(
             )
             continue
         names[slo.name] = index
+        chosen = _severities(col, (*path, "alerting"), slo.alerting, severities)
         resolved = _slo(
             col, path, slo, spec, spec_labels, evaluation, scrape, catalog,
             _Histograms(histograms, version),
         )  # fmt: skip
         if resolved is not None:
-            out.append(replace(resolved, left_open=version.left_open_ranges))
+            alerts = tuple(replace(a, severity=chosen[a.key]) for a in resolved.alerts)
+            out.append(replace(resolved, alerts=alerts, left_open=version.left_open_ranges,
+                               incomplete_severity=severities.ticket))  # fmt: skip
     return tuple(out)
+
+
+def _severities(
+    col: Collector, path: PathKey, alerting: Any, severities: Severities
+) -> dict[str, str]:
+    """The page's and the ticket's severity: their own, checked against the declaration, or
+    its first paging severity for the page and its first other one for the ticket."""
+    out = {PAGE: severities.page, TICKET: severities.ticket}
+    for key in (PAGE, TICKET):
+        own = getattr(alerting, key).severity
+        if own is not None and check(col, (*path, key, "severity"), own, severities):
+            out[key] = own
+    return out
 
 
 def _slo(

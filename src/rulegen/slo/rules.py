@@ -51,7 +51,6 @@ OBJECTIVE = "slo:objective:ratio"
 TERMS = "slo:sli_terms:count"
 COVERAGE = "slo:sli_coverage:ratio"
 INCOMPLETE = "SLORecordingsIncomplete"
-INCOMPLETE_SEVERITY = "warning"
 INCOMPLETE_EVALUATIONS = 3  # the alert's ``for``, in evaluations: one missed one is noise
 
 
@@ -398,7 +397,7 @@ def _incomplete_alert(slo: ResolvedSLO) -> AlertRule:
     """Coverage below 1 once the window has run longer than itself (a new SLO's window is
     not yet full, and that is not a hole): the SLI, budget and burn rates miss events."""
     labels = dict(slo.labels)
-    labels.update(severity=INCOMPLETE_SEVERITY, service=slo.service, slo=slo.name)
+    labels.update(severity=slo.incomplete_severity, service=slo.service, slo=slo.name)
     span = window_name(slo.window)
     incomplete = Comparison(own_recording(slo, COVERAGE), "<", Threshold(Decimal(1), "ratio"))
     running = Comparison(

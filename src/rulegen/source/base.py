@@ -19,6 +19,39 @@ Scalar = Annotated[Any, WithJsonSchema({"type": ["string", "number"]})]
 Latency = Annotated[
     Any, WithJsonSchema({"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(us|µs|ms|s|m|h)$"})
 ]
+# A severity is one of the declared ones (``rulegen.source.severities``): checked, with the
+# declared names in the message, by the resolvers; ``severities:`` itself likewise.
+Severity = Annotated[
+    Any,
+    WithJsonSchema({
+        "type": "string",
+        "description": "one of the declared severities (critical, warning or info when no "
+        "`severities:` is declared)",
+    }),
+]  # fmt: skip
+SeverityList = Annotated[
+    Any,
+    WithJsonSchema({
+        "type": "array",
+        "minItems": 1,
+        "description": "the severities alerts may take, most severe first; the first pages "
+        "unless an entry says `pages:`",
+        "items": {
+            "anyOf": [
+                {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                        "pages": {"type": "boolean"},
+                    },
+                    "required": ["name"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+    }),
+]  # fmt: skip
 ALERT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SERVICE_NAME = r"^[a-z0-9][a-z0-9-]*$"
 SLO_NAME = r"^[a-z0-9][a-z0-9_-]*$"

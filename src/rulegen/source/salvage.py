@@ -27,6 +27,9 @@ M = TypeVar("M", bound=BaseModel)
 # Keys every spec needs and whose value matters little to the other checks: a missing one is
 # filled for the check of the rest (the spec would have nothing left to check without it).
 PLACEHOLDERS: dict[str, Any] = {"version": 1, "service": "unnamed"}
+# Keys whose value is one of a set the file declares (an alert's ``severity``): a missing one
+# is filled with a value the resolver refuses at that path, a refusal dropped as a consequence.
+CHOICES: dict[str, Any] = {"severity": ""}
 # How many rounds of cutting before giving up (each round cuts every value refused in it).
 ROUNDS = 8
 
@@ -106,6 +109,8 @@ def _stand_in(model: type[BaseModel], loc: tuple[int | str, ...], path: PathKey)
     kind = suggest.field_type(model, loc)
     if get_origin(kind) is Literal:
         return get_args(kind)[0]
+    if kind is Any and path and str(path[-1]) in CHOICES:
+        return CHOICES[str(path[-1])]
     block = isinstance(kind, type) and issubclass(kind, BaseModel)
     if block and not any(field.is_required() for field in kind.model_fields.values()):
         return {}

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
-from rulegen.source.base import ALERT_NAME, Duration, Scalar, SpecBase
+from rulegen.source.base import ALERT_NAME, Duration, Scalar, Severity, SpecBase
 
 Regex = Annotated[Any, WithJsonSchema({"type": "string"})]
 # Physical block devices: device-mapper, md, loop and zram devices repeat the I/O of others.
@@ -23,7 +23,7 @@ class DiagnosisBase(SpecBase):
     """Keys every diagnosis accepts: how its alert is named, labelled and delayed."""
 
     name: str | None = Field(default=None, pattern=ALERT_NAME)
-    severity: Literal["critical", "warning", "info"] | None = None
+    severity: Severity = None  # default: by kind, the declaration's paging one or not
     for_: Duration = Field(default="5m", alias="for")
     window: Duration = "5m"
     labels: dict[str, str] = {}

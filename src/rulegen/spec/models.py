@@ -22,6 +22,8 @@ from rulegen.source.base import (
     Duration,
     Latency,
     Scalar,
+    Severity,
+    SeverityList,
     SpecBase,
 )
 from rulegen.spec.diagnoses import DiagnosisSpec
@@ -31,7 +33,7 @@ class AlertBase(SpecBase):
     """Keys every alert accepts, whatever its signal."""
 
     name: str | None = Field(default=None, pattern=ALERT_NAME)
-    severity: Literal["critical", "warning", "info"]
+    severity: Severity
     for_: Duration = Field(default=None, alias="for")
     labels: dict[str, str] = {}
     summary: str | None = None
@@ -175,14 +177,16 @@ class SLISpec(SpecBase):
 class PageSwitch(SpecBase):
     """The page alert of an SLO: its severity and whether it exists."""
 
-    severity: Literal["critical", "warning", "info"] = "critical"
+    # default: the first paging severity of the declaration (critical)
+    severity: Severity = None
     enabled: bool = True
 
 
 class TicketSwitch(SpecBase):
     """The ticket alert of an SLO: its severity and whether it exists."""
 
-    severity: Literal["critical", "warning", "info"] = "warning"
+    # default: the first severity of the declaration that does not page (warning)
+    severity: Severity = None
     enabled: bool = True
 
 
@@ -318,6 +322,9 @@ class SpecModel(SpecBase):
     extends: str | None = None
     recordings: Annotated[list[RecordingSpec], Field(min_length=1)] | None = None
     groups: dict[str, GroupSpec] = {}
+    # The severities the alerts take, most severe first, and which page (docs/spec.md#severities);
+    # none: critical, warning, info, critical paging.
+    severities: SeverityList = None
 
 
 _MODELS: weakref.WeakKeyDictionary[Catalog, type[SpecModel]] = weakref.WeakKeyDictionary()

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from rulegen.source.base import Duration, SpecBase
+from rulegen.source.base import Duration, SeverityList, SpecBase
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -66,6 +66,8 @@ class ReceiverSpec(SpecBase):
     pagerduty: PagerDuty | None = None
     slack: Slack | None = None
     email: Email | None = None
+    # no integration: what reaches it is dropped (Alertmanager's "null" receiver)
+    discard: bool = False
 
 
 class RouteSpec(SpecBase):
@@ -107,6 +109,9 @@ class Routing(SpecBase):
     routes: list[RouteSpec] = []
     inhibit: list[InhibitSpec] = []
     tests: list[RoutingTestSpec] = []
+    # The repository's severities (docs/routing.md#severities): the severity values of the
+    # routes, inhibitions and tests are checked against it, and so is every spec's.
+    severities: SeverityList = None
 
 
 class RoutingFile(SpecBase):

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from rulegen.lint.check import SEVERITY_RANK, Check, Scope
+from rulegen.lint.check import Check, Scope
 
 
 def run(scope: Scope) -> None:
     """A diagnosis that holds back an alert more severe than itself (while it fires,
     Alertmanager inhibits that alert on its host, so the page is lost): an error. An SLO
     whose ticket is more severe than its page (the escalation is inverted, and with a
-    routing file the page inhibits the ticket): a warning."""
+    routing file the page inhibits the ticket): a warning. More severe is earlier in the
+    spec's ``severities:`` (critical, warning, info by default)."""
     spec = scope.spec
+    rank = spec.severities.rank
     for diagnosis in spec.diagnoses:
         # the alerts it explains, and the other diagnoses it holds back (gpu_health)
         held = {a.name: a.severity for a in spec.alerts if a.name in diagnosis.explains}
         held.update({d.name: d.severity for d in spec.diagnoses if d.name in diagnosis.explains})
         for name, severity in held.items():
-            if SEVERITY_RANK[severity] > SEVERITY_RANK[diagnosis.severity]:
+            if rank(severity) > rank(diagnosis.severity):
                 scope.report(
                     scope.field(diagnosis.origin.path, "severity"),
                     f"{diagnosis.name} ({diagnosis.severity}) holds back {name} "
@@ -26,7 +28,7 @@ def run(scope: Scope) -> None:
     for slo in spec.slos:
         severities = {a.key: a.severity for a in slo.alerts}
         page, ticket = severities.get("page"), severities.get("ticket")
-        if page and ticket and SEVERITY_RANK[ticket] > SEVERITY_RANK[page]:
+        if page and ticket and rank(ticket) > rank(page):
             scope.report(
                 slo.origin.path.child("alerting"),
                 f"SLO {slo.name}: the ticket ({ticket}) is more severe than the page ({page})",
