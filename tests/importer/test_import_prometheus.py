@@ -217,7 +217,12 @@ REFUSALS = [
 
 
 @pytest.mark.parametrize(
-    ("text", "refused"), [c[1:] for c in REFUSALS], ids=[c[0] for c in REFUSALS]
+    ("text", "refused"),
+    [
+        # a template in a label or annotation is checked by promtool: slow
+        pytest.param(*c[1:], id=c[0], marks=[pytest.mark.slow] if "{{" in c[1] else [])
+        for c in REFUSALS
+    ],
 )
 def test_what_cannot_be_mapped_is_refused_with_file_line_and_field(
     in_tmp: Path, text: str, refused: list[str] | None
@@ -627,6 +632,7 @@ def test_a_group_name_of_another_service_in_the_same_import_is_refused(in_tmp: P
 KUBE_PROMETHEUS = DATA / "kube-prometheus" / "kubePrometheus-prometheusRule.yaml"
 
 
+@pytest.mark.slow  # promtool checks the imported annotation templates
 def test_kube_prometheus_severity_none_is_imported_and_declared(
     in_tmp: Path, cli: Callable[..., CliResult]
 ) -> None:
