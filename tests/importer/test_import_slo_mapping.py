@@ -491,9 +491,9 @@ def test_hostile_sloth_fields_are_refused_with_their_lines(tmp_path: Path) -> No
         ":7: extra: not a Sloth field rulegen knows; left out",
         ":10: slos[0].objective: must be between 0 and 100, both exclusive (got 150); SLO not "
         "imported",
-        ":13: slos[0].sli.events.error_query: is not sum(rate(SELECTOR[{{.window}}])) (optionally "
-        "with by (…)): rulegen's SLI takes a counter selector and adds increase() itself, so any "
-        "other expression would count something else",
+        # neither a counter pair nor an expression SLI: the query has no window
+        ":13: slos[0].sli.events.error_query: has no {{.window}}: the query would not follow "
+        "the window",
         ":9: slos[0]: SLO bad-name not imported: its objective or SLI does not map",
         ":21: slos[1].alerting.name: not a Prometheus alert name; rulegen's default used",
         ":22: slos[1].alerting.labels.bad-label: 'bad-label' is not a Prometheus label name",
@@ -590,3 +590,51 @@ def test_an_openslo_list_of_objects_is_read_and_its_unsupported_fields_named(
     assert not any("not an OpenSLO document" in line for line in refused), refused
     assert any(":29: [0].spec.budgetingMethod: Timeslices" in line for line in refused), refused
     assert any(":24: [0].spec.timeWindow[0]: a calendar window" in line for line in refused)
+
+
+# The two expression SLIs of Sloth's docs (sloth.dev, "SLI types": events counted from a gauge
+# through a subquery, a raw error ratio), which no counter pair can express.
+SLOTH_EXPRESSIONS = """\
+version: "prometheus/v1"
+service: "myservice"
+slos:
+  - name: "gauge-events"
+    objective: 99.9
+    sli:
+      events:
+        error_query: sum_over_time((count(some_gauge < 0.75))[{{.window}}:]) OR on() vector(0)
+        total_query: sum_over_time((count(some_gauge))[{{.window}}:])
+  - name: "raw-ratio"
+    objective: 99
+    sli:
+      raw:
+        error_ratio_query: 1 - (sum(sum_over_time(x[{{.window}}])) / sum(count_over_time(x[{{.window}}])))
+  - name: "grouped"
+    objective: 99
+    sli:
+      events:
+        error_query: sum by (queue) (max_over_time(queue_stuck[{{.window}}]))
+        total_query: sum by (queue) (count_over_time(queue_stuck[{{.window}}]))
+"""
+
+
+def test_sloth_expression_slis_are_imported_as_events_and_raw(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    result = run(sloth, [write(tmp_path / "src", "sloth.yml", SLOTH_EXPRESSIONS)])
+    assert notes(result, "refused") == []
+    adapted = notes(result, "adapted")
+    assert any("slos[0].sli.events.error_query: an expression SLI (events)" in n for n in adapted)
+    assert any("slos[1].sli.raw.error_ratio_query: an expression SLI (raw)" in n for n in adapted)
+    (service,) = result.services
+    slos = {slo["name"]: slo for slo in service.document["slos"]}
+    assert slos["gauge-events"]["sli"] == {"events": {
+        "errors": "sum_over_time((count(some_gauge < 0.75))[{{.window}}:]) OR on() vector(0)",
+        "total": "sum_over_time((count(some_gauge))[{{.window}}:])",
+    }}  # fmt: skip
+    assert slos["raw-ratio"]["sli"] == {"raw": {"error_ratio": (
+        "1 - (sum(sum_over_time(x[{{.window}}])) / sum(count_over_time(x[{{.window}}])))"
+    )}}  # fmt: skip
+    assert slos["grouped"]["group_by"] == ["queue"]
+    (tmp_path / "out").mkdir()
+    files = builds(result, tmp_path / "out")
+    assert "prometheus/myservice.slo.gauge-events.rules.yml" in files

@@ -17,12 +17,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import promql_parser
+
 from rulegen import units
 from rulegen.core import diagnostics as codes
 from rulegen.core import promql
 from rulegen.errors import Diagnostic, SpecError
 from rulegen.errors import FieldPath as TypedPath
 from rulegen.importer.model import FieldPath, ImportedService, ImportOptions, ImportResult, Note
+from rulegen.slo.expression import PLACEHOLDER
 from rulegen.slo.model import Selector
 from rulegen.slo.resolve import DEFAULT_TIERS, RESERVED_GROUP_BY, subset_problem
 from rulegen.source.base import ALERT_NAME
@@ -484,6 +487,48 @@ def events_sli(errors_query: str, total_query: str) -> SLIMapping | str:
         return ratio_sli(errors, total)
     latency = difference_sli(errors_query, total_query)
     return latency if isinstance(latency, SLIMapping) else f"errors: {errors}"
+
+
+def expression_sli(kind: str, queries: dict[str, str]) -> SLIMapping | str:
+    """Queries that are no counter pair as rulegen's expression SLI (``events`` or ``raw``,
+    docs/slos.md#expression-slis), rendered per window as the source renders them; grouped
+    by the ``by`` labels of the queries' outermost aggregation (the same on every query, or
+    why not). The imported SLI has no ``test:`` series: rulegen cannot know what the raw
+    series look like, so the note says to add them for a generated test."""
+    groups: set[tuple[str, ...]] = set()
+    for query in queries.values():
+        if not PLACEHOLDER.search(query):
+            return "has no {{.window}}: the query would not follow the window"
+        sample = PLACEHOLDER.sub("5m", query)
+        problem = promql.check_syntax(sample)
+        if problem is not None:
+            return f"is not PromQL: {problem}"
+        groups.add(_outer_by(sample))
+    if len(groups) != 1:
+        return "its queries are grouped by different labels: the ratio of them has no group_by"
+    by = groups.pop()
+    note = (
+        f"an expression SLI ({kind}), rendered per window: no generated test until "
+        f"sli.{kind}.test says what good and bad series look like"
+    )
+    return SLIMapping({kind: dict(queries)}, by, note)
+
+
+def _outer_by(query: str) -> tuple[str, ...]:
+    """The ``by`` labels of the outermost aggregation (through ``or``, ``+``… on its left)."""
+    node = promql_parser.parse(query)
+    while True:
+        if isinstance(node, promql_parser.ParenExpr):
+            node = node.expr
+        elif isinstance(node, promql_parser.BinaryExpr):
+            node = node.lhs
+        elif isinstance(node, promql_parser.AggregateExpr):
+            modifier = node.modifier
+            if modifier is not None and "By" in str(modifier.type):
+                return tuple(modifier.labels)
+            return ()
+        else:
+            return ()
 
 
 _INVERSE = {"=": "!=", "!=": "=", "=~": "!~", "!~": "=~"}

@@ -232,12 +232,12 @@ def _raw(
     parts = common.split_top(query, "/")
     mapped = common.events_sli(*parts) if parts else "not errors / total"
     if isinstance(mapped, str):
-        src.refuse(
-            where,
-            f"a raw error ratio maps only as sum(rate(ERRORS[{{{{.window}}}}])) / "
-            f"sum(rate(TOTAL[{{{{.window}}}}])): {mapped}",
-        )
-        return None
+        expression = common.expression_sli("raw", {"error_ratio": query})
+        if isinstance(expression, str):
+            src.refuse(where, expression)
+            return None
+        src.adapt(where, expression.note)
+        return where, expression
     src.adapt(where, "the raw error ratio is errors / total of two counters")
     return where, mapped
 
@@ -258,9 +258,12 @@ def _events(
         return None
     mapped = common.events_sli(errors, total)
     if isinstance(mapped, str):
-        key = total_key if mapped.startswith("total:") else errors_key
-        src.refuse((*where, key), mapped.removeprefix("total: ").removeprefix("errors: "))
-        return None
+        expression = common.expression_sli("events", {"errors": errors, "total": total})
+        if isinstance(expression, str):
+            src.refuse((*where, errors_key), expression)
+            return None
+        src.adapt((*where, errors_key), expression.note)
+        return (*where, errors_key), expression
     return (*where, errors_key), mapped
 
 
