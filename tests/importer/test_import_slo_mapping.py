@@ -608,7 +608,8 @@ slos:
     objective: 99
     sli:
       raw:
-        error_ratio_query: 1 - (sum(sum_over_time(x[{{.window}}])) / sum(count_over_time(x[{{.window}}])))
+        error_ratio_query: >-
+          1 - (sum(sum_over_time(x[{{.window}}])) / sum(count_over_time(x[{{.window}}])))
   - name: "grouped"
     objective: 99
     sli:
