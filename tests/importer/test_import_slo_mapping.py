@@ -207,6 +207,7 @@ def test_pyrra_examples_map_or_are_refused_with_their_reasons() -> None:
     assert imported == {
         "caddy-response-latency": ["caddy-response-latency"],
         "prometheus-api-query": ["prometheus-api-query"],
+        "prometheus-blackbox-probe-success": ["prometheus-blackbox-probe-success"],
         "monitoring": [
             "apiserver-read-resource-latency",
             "apiserver-read-response-errors",
@@ -214,14 +215,11 @@ def test_pyrra_examples_map_or_are_refused_with_their_reasons() -> None:
         ],
     }
     refused = notes(result, "refused")
+    # Pyrra's connect examples group by `service`, a label rulegen's rules set themselves
     assert (
-        "pyrra/examples/prometheus-probe-success.yaml:13: spec.indicator.bool_gauge: a 0/1 "
-        "gauge's samples are not events of counters: rulegen's SLIs count events (ratio of two "
-        "counters, or a histogram)"
-    ) in refused
-    assert (
-        "pyrra/examples/pyrra-connect-latency.yaml:15: spec.indicator.latencyNative: a native "
-        "histogram: rulegen's latency SLI reads a classic histogram's _bucket and _count series"
+        "pyrra/examples/pyrra-connect-latency.yaml:19: spec.indicator.latencyNative.grouping: "
+        "grouped by service: rulegen sets that label on its own rules, so the groups cannot be "
+        "kept, and one SLO over all of them would page later than the source"
     ) in refused
     assert (
         "pyrra/examples/pyrra-connect-errors.yaml:20: spec.indicator.ratio.grouping: grouped by "
@@ -639,3 +637,35 @@ def test_sloth_expression_slis_are_imported_as_events_and_raw(tmp_path: Path) ->
     (tmp_path / "out").mkdir()
     files = builds(result, tmp_path / "out")
     assert "prometheus/myservice.slo.gauge-events.rules.yml" in files
+
+
+def test_pyrra_bool_gauge_is_an_events_sli_with_its_own_test_series(tmp_path: Path) -> None:
+    result = run(pyrra, [PYRRA / "prometheus-probe-success.yaml"])
+    (slo,) = result.services[0].document["slos"]
+    assert slo["group_by"] == ["target"]
+    assert slo["sli"] == {"events": {
+        "errors": "sum by (target) (count_over_time(probe_success[{{.window}}])) - "
+                  "sum by (target) (sum_over_time(probe_success[{{.window}}]))",
+        "total": "sum by (target) (count_over_time(probe_success[{{.window}}]))",
+        "test": {"good": {'probe_success{target="rulegen-a"}': 1},
+                 "bad": {'probe_success{target="rulegen-a"}': 0}},
+    }}  # fmt: skip
+    files = builds(result, tmp_path)
+    assert any(name.endswith(".test.yml") for name in files)
+
+
+def test_pyrra_latency_native_is_a_native_latency_sli(tmp_path: Path) -> None:
+    source = (PYRRA / "pyrra-connect-latency.yaml").read_text()
+    # Pyrra's own example, grouped by method alone (rulegen sets `service` itself)
+    source = source.replace("        - service\n", "")
+    (tmp_path / "src").mkdir()
+    result = run(pyrra, [write(tmp_path / "src", "latency.yaml", source)])
+    assert notes(result, "refused") == [] or all("absent" in n for n in notes(result, "refused"))
+    (slo,) = result.services[0].document["slos"]
+    assert slo["sli"] == {"latency": {
+        "metric": "connect_server_requests_duration_seconds", "threshold": "200ms",
+        "histogram": "native", "matchers": 'job="pyrra",code="ok"',
+    }}  # fmt: skip
+    assert slo["group_by"] == ["method"]
+    (tmp_path / "out").mkdir()
+    assert any(".slo." in name for name in builds(result, tmp_path / "out"))

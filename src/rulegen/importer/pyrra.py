@@ -9,8 +9,9 @@ its page and ticket windows. Pyrra's burn windows are not the Workbook's (factor
 windows scaled from 28 days, with a ``for`` each): they become explicit ``tiers``, so rulegen
 pages on exactly the burns Pyrra pages on (a share with no exact decimal rounded up: never
 less strict), and the page's ``for`` is the shortest of Pyrra's page windows (never later on an
-outage). Refused: native-histogram (``latencyNative``) and ``bool_gauge`` indicators (rulegen's
-SLIs count events of counters and classic histograms), Pyrra's absent alerts, anything unknown.
+outage). A ``latencyNative`` indicator is a latency SLI on a native histogram, a ``bool_gauge``
+an events SLI (its samples the events, its zeros the errors) with its own test series.
+Refused: anything unknown.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from rulegen import units
 from rulegen.core import promql
 from rulegen.importer import slo_common as common
 from rulegen.importer.model import FieldPath, ImportOptions, ImportResult
@@ -219,28 +221,98 @@ def _indicator(src: Source, spec: dict[str, Any], base: FieldPath) -> common.SLI
     here = (*where, kind)
     if not _known_kind(src, kind, body, here):
         return None
+    if kind in ("bool_gauge", "boolGauge"):
+        return _bool_gauge(src, body, here)
+    if kind in ("latencyNative", "latency_native"):
+        return _latency_native(src, body, here)
     return _events_indicator(src, kind, body, here)
 
 
 def _known_kind(src: Source, kind: str, body: object, here: FieldPath) -> bool:
-    if kind in ("latencyNative", "latency_native"):
-        src.refuse(
-            here,
-            "a native histogram: rulegen's latency SLI reads a classic histogram's _bucket and "
-            "_count series",
-        )
-        return False
-    if kind in ("bool_gauge", "boolGauge"):
-        src.refuse(
-            here,
-            "a 0/1 gauge's samples are not events of counters: rulegen's SLIs count events "
-            "(ratio of two counters, or a histogram)",
-        )
-        return False
-    if kind not in ("ratio", "latency") or not isinstance(body, dict):
-        src.refuse(here, "not an indicator rulegen knows (ratio, latency)")
+    if kind not in KINDS or not isinstance(body, dict):
+        src.refuse(here, "not an indicator rulegen knows (ratio, latency, latencyNative, "
+                   "bool_gauge)")  # fmt: skip
         return False
     return True
+
+
+KINDS = ("ratio", "latency", "latencyNative", "latency_native", "bool_gauge", "boolGauge")
+
+
+def _grouping(src: Source, body: dict[str, Any], here: FieldPath) -> tuple[str, ...] | None:
+    """Pyrra's ``grouping``: one SLO per value of these labels (rulegen's ``group_by``)."""
+    grouping = body.get("grouping") or []
+    if not isinstance(grouping, list) or not all(isinstance(g, str) for g in grouping):
+        src.refuse((*here, "grouping"), "must be a list of label names")
+        return None
+    problem = common.group_by_problem(tuple(grouping))
+    if problem is not None:
+        src.refuse((*here, "grouping"), problem)
+        return None
+    return tuple(grouping)
+
+
+def _metric(src: Source, body: dict[str, Any], here: FieldPath) -> common.Events | None:
+    """``{metric: SELECTOR}`` at ``here`` as a plain selector, or refused."""
+    metric = src.text(body, here, "metric")
+    if metric is None:
+        src.refuse(here, "needs metric: a selector")
+        return None
+    selector = common.plain_selector(metric)
+    if isinstance(selector, str):
+        src.refuse((*here, "metric"), selector)
+        return None
+    return selector
+
+
+def _bool_gauge(src: Source, body: dict[str, Any], here: FieldPath) -> common.SLIMapping | None:
+    """A 0/1 gauge (1 good): each sample an event, the zeros the errors, as Pyrra counts it
+    (``count_over_time − sum_over_time`` over ``count_over_time``): an events SLI, with test
+    series (the gauge at 1, then at 0) since what good and bad look like is known."""
+    src.known(body, here, ("metric", "grouping"), TOOL)
+    selector = _metric(src, body, here)
+    by = _grouping(src, body, here)
+    if selector is None or by is None:
+        return None
+    gauge = selector.selector()
+    summed = f"sum by ({', '.join(by)})" if by else "sum"
+    count = f"{summed} (count_over_time({gauge}[{{{{.window}}}}]))"
+    ones = f"{summed} (sum_over_time({gauge}[{{{{.window}}}}]))"
+    try:
+        labels = promql.satisfy(selector.matchers, {g: "rulegen-a" for g in by})
+    except ValueError as exc:
+        src.refuse((*here, "metric"), f"no series matches it: {exc}")
+        return None
+    series = promql.series_text(selector.metric, labels)
+    sli = {"events": {"errors": f"{count} - {ones}", "total": count,
+                      "test": {"good": {series: 1}, "bad": {series: 0}}}}  # fmt: skip
+    note = "a 0/1 gauge: its samples are the events, its zeros the errors (an events SLI)"
+    return common.SLIMapping(sli, by, note)
+
+
+def _latency_native(src: Source, body: dict[str, Any], here: FieldPath) -> common.SLIMapping | None:
+    """A native histogram and a latency: rulegen's latency SLI on ``histogram: native``."""
+    src.known(body, here, ("latency", "total", "grouping"), TOOL)
+    total = src.mapping(body, here, "total")
+    selector = _metric(src, total or {}, (*here, "total"))
+    by = _grouping(src, body, here)
+    latency = body.get("latency")
+    try:
+        seconds = units.parse_duration(latency.strip()) if isinstance(latency, str) else None
+    except units.UnitError:
+        seconds = None
+    if seconds is None or seconds <= 0:
+        src.refuse((*here, "latency"), f"must be a duration like 200ms (got {latency!r})")
+        return None
+    if selector is None or by is None:
+        return None
+    threshold = units.format_latency(seconds)
+    sli: dict[str, Any] = {"metric": selector.metric, "threshold": threshold,
+                           "histogram": "native"}  # fmt: skip
+    if selector.matchers:
+        sli["matchers"] = ",".join(m.render() for m in selector.matchers)
+    note = f"a native histogram: requests slower than {threshold} are the errors"
+    return common.SLIMapping({"latency": sli}, by, note)
 
 
 def _events_indicator(
@@ -261,14 +333,8 @@ def _events_indicator(
             src.refuse((*here, key, "metric"), selector)
             return None
         parsed[key] = selector
-    grouping = body.get("grouping") or []
-    if not isinstance(grouping, list) or not all(isinstance(g, str) for g in grouping):
-        src.refuse((*here, "grouping"), "must be a list of label names")
-        return None
-    by = tuple(grouping)
-    problem = common.group_by_problem(by)
-    if problem is not None:
-        src.refuse((*here, "grouping"), problem)
+    by = _grouping(src, body, here)
+    if by is None:
         return None
     if kind == "ratio":
         mapped = common.ratio_sli(parsed["errors"], parsed["total"])
