@@ -273,8 +273,8 @@ def test_openslo_examples_are_refused_with_their_reasons_and_sloths_maps() -> No
         "a histogram's bucket)",
         "openslo/occurences-slo.yaml:25: spec.objectives[0]: SLO search-slo not imported: its "
         "SLI does not map",
-        "openslo/ratio-timeslices.yaml:29: spec.budgetingMethod: RatioTimeslices: the budget "
-        "counts good time slices, rulegen's SLOs count events (Occurrences); SLO not imported",
+        "openslo/ratio-timeslices.yaml:29: spec.budgetingMethod: RatioTimeslices: the SLI is "
+        "the mean of the slices' ratios, which no event count gives; SLO not imported",
         "openslo/ratio-timeslices.yaml:5: metadata.name: SLO main-page not imported: see the "
         "refusals of it",
     ]
@@ -586,8 +586,32 @@ def test_an_openslo_list_of_objects_is_read_and_its_unsupported_fields_named(
     result = run(openslo, [write(tmp_path, "web.yaml", OPENSLO_LIST)])
     refused = notes(result, "refused")
     assert not any("not an OpenSLO document" in line for line in refused), refused
-    assert any(":29: [0].spec.budgetingMethod: Timeslices" in line for line in refused), refused
     assert any(":24: [0].spec.timeWindow[0]: a calendar window" in line for line in refused)
+    assert not any("budgetingMethod" in line for line in refused), refused  # Timeslices map
+
+
+def test_openslo_timeslices_become_an_events_sli_of_slices(tmp_path: Path) -> None:
+    rolling = OPENSLO_LIST.replace("isRolling: false", "isRolling: true").replace(
+        "duration: 1w", "duration: 28d"
+    )
+    rolling = "\n".join(
+        line for line in rolling.splitlines()
+        if not line.strip().startswith(("calendar:", "startTime:", "timeZone:"))
+    )  # fmt: skip
+    (tmp_path / "src").mkdir()
+    result = run(openslo, [write(tmp_path / "src", "web.yaml", rolling + "\n")])
+    assert notes(result, "refused") == []
+    (slo,) = result.services[0].document["slos"]
+    bad = (
+        '((1 - sum(rate(http_requests{k8s_cluster="prod",component="web",code!~"2xx|4xx"}[1m])) '
+        '/ sum(rate(http_requests{k8s_cluster="prod",component="web"}[1m]))) < bool 0.95)'
+    )
+    assert slo["sli"] == {"events": {
+        "errors": f"sum_over_time({bad}[{{{{.window}}}}:1m])",
+        "total": f"count_over_time({bad}[{{{{.window}}}}:1m])",
+    }}  # fmt: skip
+    (tmp_path / "out").mkdir()
+    assert any(".slo." in name for name in builds(result, tmp_path / "out"))
 
 
 # The two expression SLIs of Sloth's docs (sloth.dev, "SLI types": events counted from a gauge

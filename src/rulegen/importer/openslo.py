@@ -122,14 +122,14 @@ def _slo_document(
 
 def _budgeting(src: Source, spec: dict[str, Any], base: FieldPath) -> bool:
     method = spec.get("budgetingMethod", "Occurrences")
-    if method in _TIMESLICES:
+    if method == "RatioTimeslices":
         src.refuse(
             (*base, "budgetingMethod"),
-            f"{method}: the budget counts good time slices, rulegen's SLOs count events "
-            "(Occurrences); SLO not imported",
+            f"{method}: the SLI is the mean of the slices' ratios, which no event count "
+            "gives; SLO not imported",
         )
         return False
-    if method != "Occurrences":
+    if method not in ("Occurrences", "Timeslices"):
         src.refuse((*base, "budgetingMethod"), f"unknown budgeting method {method!r:.60}")
         return False
     return True
@@ -219,6 +219,11 @@ def _objective(
     if mapped is None:
         src.refuse(where, f"SLO {name} not imported: its SLI does not map")
         return
+    if spec.get("budgetingMethod") == "Timeslices":
+        mapped = _timeslices(src, entry, where, mapped)
+        if mapped is None:
+            src.refuse(where, f"SLO {name} not imported: its time slices do not map")
+            return
     for key in ("op", "value"):
         if key in entry:
             src.refuse((*where, key), "a threshold of a ratio SLO: OpenSLO ignores it too")
@@ -230,6 +235,29 @@ def _objective(
         out["description"] = description
     _fill(src, spec, where, period, objective, mapped, out, comments)
     services.add_slo(service, src, out, comments, where)
+
+
+def _timeslices(
+    src: Source, entry: dict[str, Any], where: FieldPath, mapped: common.SLIMapping
+) -> common.SLIMapping | None:
+    """``Timeslices`` budgeting: the events are the slices, a slice bad when its ratio of good
+    events is below ``timeSliceTarget``: an events SLI counting slices through a subquery
+    stepping one slice (docs/migrating.md)."""
+    target = common.decimal_of(entry.get("timeSliceTarget"))
+    if target is None or not 0 < target < 1:
+        src.refuse((*where, "timeSliceTarget"), "must be a ratio between 0 and 1 (Timeslices)")
+        return None
+    raw = entry.get("timeSliceWindow")
+    seconds = common.window_seconds(raw) if isinstance(raw, str) else None
+    if seconds is None:
+        src.refuse((*where, "timeSliceWindow"), "must be a duration like 1m (Timeslices)")
+        return None
+    timeslice = common.timeslice_sli(mapped, target, common.duration_text(seconds))
+    if isinstance(timeslice, str):
+        src.refuse(where, timeslice)
+        return None
+    src.adapt((*where, "timeSliceTarget"), timeslice.note)
+    return timeslice
 
 
 def _target(src: Source, entry: dict[str, Any], where: FieldPath) -> tuple[str | None, str]:
@@ -363,7 +391,7 @@ def _query(
         src.refuse(here, "needs a query")
         return None
     plain = "{{" not in query and counter
-    parsed = common.plain_selector(query) if plain else common.events(query)
+    parsed = common.counter_query(query) if plain else common.events(query)
     if isinstance(parsed, str):
         src.refuse(here, parsed)
         return None

@@ -399,6 +399,22 @@ def plain_selector(text: str) -> Events | str:
     return Events(metric, matchers, ())
 
 
+def counter_query(text: str) -> Events | str:
+    """An OpenSLO ``counter: true`` query: a counter selector, or ``sum [by (…)] (SELECTOR)``
+    of one (OpenSLO's own v1 example), whose events are the selector's."""
+    plain = plain_selector(text)
+    if isinstance(plain, Events):
+        return plain
+    summed = _sum(strip_parens(text))
+    if isinstance(summed, str):
+        return plain
+    inner, by = summed
+    selector = plain_selector(inner)
+    if isinstance(selector, str):
+        return plain
+    return Events(selector.metric, selector.matchers, by)
+
+
 def group_by_problem(by: tuple[str, ...]) -> str | None:
     """Why rulegen cannot keep these grouping labels, or ``None``."""
     taken = [label for label in by if label in RESERVED_GROUP_BY]
@@ -512,6 +528,34 @@ def expression_sli(kind: str, queries: dict[str, str]) -> SLIMapping | str:
         f"sli.{kind}.test says what good and bad series look like"
     )
     return SLIMapping({kind: dict(queries)}, by, note)
+
+
+def timeslice_sli(mapped: SLIMapping, target: Decimal, timeslice: str) -> SLIMapping | str:
+    """A counter SLI's time slices as events (OpenSLO ``Timeslices``): a slice of length
+    ``timeslice`` is bad when its share of good events is below ``target`` (a slice with no
+    event is neither: its ratio is NaN, not below); the errors are the bad slices, the total
+    the slices, counted by subqueries stepping one slice (aligned to the epoch, as disjoint
+    slices are)."""
+    ratio = mapped.sli.get("ratio")
+    if not isinstance(ratio, dict):
+        return "Timeslices over a latency SLI: only a ratio of counters maps"
+    by = ", ".join(mapped.group_by)
+    summed = f"sum by ({by}) " if by else "sum"
+    total = f"{summed}(rate({ratio['total']}[{timeslice}]))"
+    if "good" in ratio:
+        good = f"{summed}(rate({ratio['good']}[{timeslice}])) / {total}"
+    else:
+        good = f"1 - {summed}(rate({ratio['errors']}[{timeslice}])) / {total}"
+    bad = f"({good}) < bool {target.normalize()}"
+    window = "{{.window}}"
+    sli = {"events": {"errors": f"sum_over_time(({bad})[{window}:{timeslice}])",
+                      "total": f"count_over_time(({bad})[{window}:{timeslice}])"}}  # fmt: skip
+    note = (
+        f"Timeslices: the events are {timeslice} slices, a slice bad when under "
+        f"{target.normalize()} of its events are good (an events SLI, no generated test "
+        "until sli.events.test is given)"
+    )
+    return SLIMapping(sli, mapped.group_by, note)
 
 
 def _outer_by(query: str) -> tuple[str, ...]:
