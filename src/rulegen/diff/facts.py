@@ -32,8 +32,7 @@ from rulegen.generated import AlertRule, RecordingRule, RuleGroup, ServiceOutput
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.render.prometheus import condition_promql, quantity_promql
 from rulegen.routing.model import ResolvedRouting
-from rulegen.slo.model import GoodputSLI, LatencySLI, ResolvedSLO, SLOAlert
-from rulegen.slo.rules import INCOMPLETE
+from rulegen.slo.model import GoodputSLI, LatencySLI, ResolvedSLO, SLOAlert, total_series
 
 Kind = Literal["alert", "diagnosis", "slo"]
 
@@ -152,10 +151,15 @@ def service_facts(
     for slo_output, slo in zip(output.slos, spec.slos, strict=True):
         # The burn alerts, one per SLOAlert; the coverage alert has no spec fields of its own
         # (its window's change shows in the SLO's recordings).
-        rules = [r for r in _alert_rules(slo_output.group) if r.alert != INCOMPLETE]
+        rules = [r for r in _alert_rules(slo_output.group) if r.alert == slo.alert_name]
         for rule, alert in zip(rules, slo.alerts, strict=True):
-            key = AlertKey(rule.alert, "slo", slo.name, alert.key)
+            key = AlertKey(rule.alert, "slo", slo.name, alert.role)
             alerts[key] = _facts(key, slo_output.group, rule, _slo_fields(slo, alert), routing)
+        if slo.absent is not None:
+            rule = next(r for r in _alert_rules(slo_output.group) if r.alert == slo.absent.name)
+            key = AlertKey(rule.alert, "slo", slo.name, "absent")
+            fields = {"selector": total_series(slo.sli).render()}
+            alerts[key] = _facts(key, slo_output.group, rule, (fields, {}), routing)
     recordings = {
         (group.name, rule.record, rule.labels): rule.expr
         for group in (*output.groups, *(s.group for s in output.slos))
