@@ -31,6 +31,8 @@ from conftest import (
 from support import promtool_cases
 from support.vmtool import NEEDS_VMALERT_TOOL
 
+from rulegen.templating import go_escape
+
 Cli = Callable[..., CliResult]
 
 RATIO = "ratio: {errors: 'http_requests_total{code=~\"5..\"}', total: http_requests_total}"
@@ -458,3 +460,55 @@ def test_the_absent_alert_passes_vmalert_tool(tmp_path: Path) -> None:
     promtool_cases.write(root, cases)
     outcome = promtool_cases.run_until_one_fails(root, cases, command=promtool_cases.VMALERT_TOOL)
     assert outcome.failed == "", outcome.output
+
+
+# Text a label value or annotation may hold: quotes, backslashes, template syntax (written
+# literally), printf verbs, a line break, a tab, non-ASCII (the pieces of
+# tests/output/test_no_validate_specs_pass.py).
+ODD = 'a "q" \' \\ {{ $value }} }} {{{ %s $labels {labels.} 日本 🔥 Ω\nline\ttab `x` <b>&amp;'
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
+def test_odd_label_and_annotation_text_is_literal_and_its_tests_pass(tmp_path: Path) -> None:
+    """Odd text in every label and annotation of one's own: written escaped, shown as
+    written (the generated alert checks compare the expanded text with the spec's), and the
+    generated tests pass."""
+    own = {"labels": {"team": ODD}, "annotations": {"note": ODD}}
+    spec = {
+        "version": 1,
+        "service": "shop",
+        "evaluation_interval": "1m",
+        "slos": [
+            {
+                "name": "odd",
+                "objective": "99%",
+                "window": "7d",
+                "description": ODD,
+                "sli": {"ratio": {"errors": 'req_total{code="5"}', "total": "req_total"}},
+                "alerting": {"page": own, "ticket": {"labels": {"queue": ODD + "2"}},
+                             "absent": {"for": "2m", **own}},
+                "tiers": [
+                    {"long": "1h", "short": "5m", "budget": "5%", "alert": "page"},
+                    {"long": "6h", "short": "30m", "budget": "10%", "alert": "ticket"},
+                ],
+            }
+        ],
+    }  # fmt: skip
+    write_tree(tmp_path, {"specs/shop.yaml": for_stack(yaml.safe_dump(spec, allow_unicode=True))})
+    result = run_rulegen("build", cwd=tmp_path)
+    assert result.code == 0, result.err
+    rules = yaml.safe_load((tmp_path / "rules/prometheus/shop.slo.odd.rules.yml").read_text())
+    page, ticket, absent = [r for r in rules["groups"][0]["rules"] if "alert" in r][:3]
+    escaped = go_escape(ODD)  # as alerting.labels values are
+    assert (page["labels"]["team"], page["annotations"]["note"]) == (escaped, escaped)
+    assert ticket["labels"]["queue"] == escaped + "2"
+    assert "note" not in ticket["annotations"]
+    assert (absent["labels"]["team"], absent["annotations"]["note"]) == (escaped, escaped)
+    tests = (tmp_path / "rules/tests/shop.slo.odd.test.yml").read_text()
+    assert (
+        yaml.safe_load(tests)["tests"][0]["alert_rule_test"][0]["exp_alerts"][0]["exp_annotations"][
+            "note"
+        ]
+        == ODD
+    )

@@ -182,8 +182,9 @@ class SeriesMaker:
 
 def absent_result_labels(matchers: tuple[promql.Matcher, ...]) -> dict[str, str]:
     """The labels of ``absent(selector)``'s one sample: each label the selector's matchers
-    pin with ``=`` (a label pinned twice is left out), as Prometheus and MetricsQL give them."""
-    pinned = [m for m in matchers if m.op == "=" and m.name != "__name__"]
+    pin with ``=`` to a value (a label pinned twice is left out), as Prometheus and MetricsQL
+    give them."""
+    pinned = [m for m in matchers if m.op == "=" and m.name != "__name__" and m.value]
     names = [m.name for m in pinned]
     return {m.name: m.value for m in pinned if names.count(m.name) == 1}
 

@@ -240,8 +240,8 @@ def _tier_alone(
     )
     checks.append(_tier_holds_at(slo, tier, found.fires, True, "this tier holds"))
     name = f"{slo.name}: the {alert.key} fires through tier {_name(tier)} alone at a {burn}x burn"
-    return _case(name, found.traffic, series, checks, _annotated(slo, series, found.traffic,
-                                                               found.fires))  # fmt: skip
+    annotated = _annotated(slo, series, found.traffic, found.fires)
+    return _case(name, found.traffic, series, checks, annotated)
 
 
 def _min_traffic(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> list[TestCase]:
@@ -380,8 +380,9 @@ def _outage(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> TestCase:
         _alert_at(series, alert, resolved - e, "firing", "a short window still holds errors"),
         _alert_at(series, alert, resolved, None, f"short windows clean (recovery {_t(recovered)})"),
     ]
-    return _case(f"{slo.name}: a total outage pages, then resolves", traffic, series, checks,
-                 _annotated(slo, series, traffic, fired))  # fmt: skip
+    annotated = _annotated(slo, series, traffic, fired)
+    name = f"{slo.name}: a total outage pages, then resolves"
+    return _case(name, traffic, series, checks, annotated)
 
 
 def _slow_burn(
