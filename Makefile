@@ -33,6 +33,7 @@ BOOKWORM_TESTS := tests/alerts/test_generated_tests_catch_mutations.py \
   tests/slo/test_goodput.py \
   tests/slo/test_slo_tests_catch_mutations.py tests/slo/test_slo_fallbacks_catch_mutations.py \
   tests/slo/test_good_ratio_catch_mutations.py tests/slo/test_expression_slis_catch_mutations.py \
+  tests/slo/test_slo_alerting.py tests/slo/test_slo_alerting_catch_mutations.py \
   tests/slo/test_slo_promtool.py tests/slo/test_slo_gaps_prometheus.py \
   tests/slo/test_slo_repair_prometheus.py tests/slo/test_repair_memory_prometheus.py \
   tests/backtest tests/routing tests/targets \

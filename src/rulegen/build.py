@@ -429,6 +429,7 @@ def _assemble(
             history,
             slo.group_by,
             _increase_group(slo, tuple(sorted(spec.targets.victoriametrics.labels))),
+            tuple(a.key for a in slo.alerts),
         )  # fmt: skip
         for slo, group, cases, history in slos
     )

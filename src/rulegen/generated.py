@@ -272,6 +272,9 @@ class SLOOutput:
     # the group for MetricsQL: ``increase()`` base windows (MetricsQL's does not
     # extrapolate), fallbacks keeping vmalert's group labels; set where ``group`` differs
     increase_group: RuleGroup | None = None
+    # ``page`` or ``ticket`` for each burn-rate alert rule of ``group``, in its order (a tier
+    # with labels of its own is a rule of its own): which rules the page inhibits
+    alert_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,9 @@ def test_sloth_getting_started_maps_its_sli_objective_and_alerting() -> None:
                 },
                 "alerting": {
                     "name": "MyServiceHighErrorRate",
+                    # a label of one alert alone is that alert's own (issue 31)
+                    "page": {"labels": {"routing_key": "myteam"}},
+                    "ticket": {"labels": {"slack_channel": "#alerts-myteam"}},
                     "labels": {"category": "availability"},
                 },
             }
@@ -83,25 +86,21 @@ def test_sloth_getting_started_maps_its_sli_objective_and_alerting() -> None:
     assert service.comments[("slos", 0, "window")] == (
         "Sloth's default period (30d) and windows (google-30d)"
     )
+    assert service.comments[("slos", 0, "alerting", "page")] == (
+        "Sloth's page alert labels and annotations: the page's own"
+    )
     assert result.imported == [
         "myservice/requests-availability (sloth/examples/getting-started.yml:9)"
     ]
     assert notes(result, "refused") == [
         "sloth/examples/getting-started.yml:22: slos[0].alerting.annotations.summary: rulegen "
-        "writes its SLO alerts' annotations itself (tiers firing, burn rate, budget left); a "
-        "custom annotation has no place",
+        "writes its own summary on the alerts; left out",
         "sloth/examples/getting-started.yml:25: slos[0].alerting.page_alert.labels.severity: "
         "severity 'pageteam': rulegen's severities are critical, warning and info; the page "
         "keeps critical",
-        "sloth/examples/getting-started.yml:26: slos[0].alerting.page_alert.labels.routing_key: "
-        "a label of the page alone: rulegen's alerting.labels go on both alerts (route on "
-        "severity instead)",
         "sloth/examples/getting-started.yml:29: slos[0].alerting.ticket_alert.labels.severity: "
         "severity 'slack': rulegen's severities are critical, warning and info; the ticket "
         "keeps warning",
-        "sloth/examples/getting-started.yml:30: slos[0].alerting.ticket_alert.labels."
-        "slack_channel: a label of the ticket alone: rulegen's alerting.labels go on both "
-        "alerts (route on severity instead)",
     ]
 
 
@@ -226,18 +225,25 @@ def test_pyrra_examples_map_or_are_refused_with_their_reasons() -> None:
         "service: rulegen sets that label on its own rules, so the groups cannot be kept, and "
         "one SLO over all of them would page later than the source"
     ) in refused
+    # Pyrra's absent alert maps (alerting.absent): no refusal of the examples names it
+    assert not [n for n in refused if "absent" in n]
     assert (
-        "pyrra/examples/thanos-http.yaml:10: spec.alerting: Pyrra's absent alert (no data for "
-        "the SLI) has no counterpart in rulegen's SLOs; add an alert on absent(…) to the spec "
-        "if you need one"
-    ) in refused
+        "pyrra/examples/caddy-response-latency.yaml:6: spec.alerting: Pyrra's absent alerts: "
+        "one on the total and one on the errors (or success bucket) metric; rulegen's reads "
+        "the total only (no error series is zero errors)"
+    ) in notes(result, "adapted")
 
 
 def test_pyrra_windows_become_exact_tiers_rounded_up_never_looser() -> None:
     result = run(pyrra, [PYRRA / "thanos-http.yaml"])
     slo = result.services[0].document["slos"][0]
     assert slo["window"] == "28d"
-    assert slo["alerting"] == {"for": {"page": "2m", "ticket": "1h"}}
+    assert slo["alerting"] == {
+        "for": {"page": "2m", "ticket": "1h"},
+        # AbsentDuration(): 14 × (1 − 0.99) × 1h = 504s, + 2m = 624s, to the minute
+        "absent": {"name": "SLOMetricAbsent", "for": "10m"},
+    }
+    assert result.refused == []
     assert slo["tiers"] == [
         {"long": "1h", "short": "5m", "budget": "2.083334%", "alert": "page"},
         {"long": "6h", "short": "30m", "budget": "6.25%", "alert": "page"},

@@ -322,3 +322,39 @@ def test_pyrra_thanos_imported_pages_no_later_and_no_more(tmp_path: Path) -> Non
             },
         ],
     )
+
+
+def pyrra_absent_rules() -> str:
+    """Pyrra's absent alert for ``examples/thanos-http.yaml`` as its generator writes it
+    (``increaseRulesRatio``: errors and total are one metric, so one alert, on the total;
+    labelled with the SLO and the total's equality matchers), for ``AbsentDuration()``: 14 ×
+    (1 − 0.99) × 1h = 504s, + the 1h window's 2m, to the minute: 10m."""
+    rule = {
+        "alert": "SLOMetricAbsent",
+        "expr": 'absent(http_requests_total{handler=~"query|query_range",job="thanos-query"}) == 1',
+        "for": "10m",
+        "labels": {"job": "thanos-query", "slo": "thanos-query", "severity": "critical"},
+    }
+    group = {"name": "thanos-query-increase", "interval": "2m30s", "rules": [rule]}
+    return yaml.safe_dump({"groups": [group]})
+
+
+def test_pyrra_thanos_imported_absent_alert_fires_when_pyrras_does(tmp_path: Path) -> None:
+    """The series end (a stale marker at 31m): both absent alerts fire at 41m, not at 40m."""
+    result = pyrra.import_files(
+        [ANCHORS / "pyrra" / "examples" / "thanos-http.yaml"], ImportOptions()
+    )
+    rules = {
+        "pyrra.yml": pyrra_absent_rules(),
+        "rulegen.yml": rulegen_rules(
+            result, tmp_path, "prometheus/monitoring.slo.thanos-query.rules.yml"
+        ),
+    }
+    pyrra_absent = 'alertname="SLOMetricAbsent",service=""'
+    rulegen_absent = 'alertname="SLOMetricAbsent",service="monitoring"'
+    checks = [
+        *(firing(who, "40m", None) for who in (pyrra_absent, rulegen_absent)),
+        *(firing(who, "41m", 1) for who in (pyrra_absent, rulegen_absent)),
+    ]
+    series = [{"series": THANOS_OK, "values": "0+60x30 stale"}]
+    run_promtool(tmp_path, rules, "1m", [{"input_series": series, "promql_expr_test": checks}])

@@ -51,8 +51,9 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/diff/test_diff_cli.py": (5.0, 0),
     "tests/diff/test_diff_docs.py": (0, 0.6),
     "tests/diff/test_diff_git.py": (0, 0.9),
-    "tests/importer/test_import_roundtrip.py": (0, 5.2),
-    "tests/importer/test_import_slo_promtool.py": (0, 29),
+    "tests/importer/test_import_roundtrip.py": (0.9, 3.7),
+    "tests/importer/test_import_slo_alerting.py": (0.6, 0),
+    "tests/importer/test_import_slo_promtool.py": (0, 33),
     "tests/lint/test_lint.py": (0.4, 5.3),
     "tests/output/test_atomic_commit.py": (0, 16),
     "tests/output/test_cache_trust.py": (0.1, 16),
@@ -66,6 +67,8 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/routing/test_e2e_alerting.py": (0, 43),
     "tests/routing/test_routing.py": (0.3, 1.6),
     "tests/slo/test_goodput.py": (0.5, 20),
+    "tests/slo/test_slo_alerting.py": (3.1, 18),
+    "tests/slo/test_slo_alerting_catch_mutations.py": (0, 35),
     "tests/slo/test_slo_fallbacks_catch_mutations.py": (0, 5.2),
     "tests/slo/test_slo_gaps_prometheus.py": (0, 35),
     "tests/slo/test_slo_promtool.py": (0.3, 100),
@@ -104,6 +107,8 @@ COSTS: dict[str, tuple[float, float]] = {
 BOOKWORM_COSTS: dict[str, tuple[float, float]] = {
     "tests/alerts/test_generated_tests_catch_mutations.py": (0, 30),
     "tests/routing/test_routing.py": (0.3, 60),  # the example's validated build (2.42)
+    "tests/slo/test_slo_alerting.py": (3.1, 14),  # no vmalert-tool on bookworm
+    "tests/slo/test_slo_alerting_catch_mutations.py": (0, 38),
     "tests/slo/test_slo_promtool.py": (0, 154),
     "tests/slo/test_slo_tests_catch_mutations.py": (0, 110),
     "tests/slo/test_good_ratio_catch_mutations.py": (0, 22),

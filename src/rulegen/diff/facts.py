@@ -40,8 +40,8 @@ from rulegen.slo.model import (
     RawSLI,
     ResolvedSLO,
     SLOAlert,
+    total_series,
 )
-from rulegen.slo.rules import INCOMPLETE
 
 Kind = Literal["alert", "diagnosis", "slo"]
 
@@ -160,10 +160,15 @@ def service_facts(
     for slo_output, slo in zip(output.slos, spec.slos, strict=True):
         # The burn alerts, one per SLOAlert; the coverage alert has no spec fields of its own
         # (its window's change shows in the SLO's recordings).
-        rules = [r for r in _alert_rules(slo_output.group) if r.alert != INCOMPLETE]
+        rules = [r for r in _alert_rules(slo_output.group) if r.alert == slo.alert_name]
         for rule, alert in zip(rules, slo.alerts, strict=True):
-            key = AlertKey(rule.alert, "slo", slo.name, alert.key)
+            key = AlertKey(rule.alert, "slo", slo.name, alert.role)
             alerts[key] = _facts(key, slo_output.group, rule, _slo_fields(slo, alert), routing)
+        if slo.absent is not None:
+            rule = next(r for r in _alert_rules(slo_output.group) if r.alert == slo.absent.name)
+            key = AlertKey(rule.alert, "slo", slo.name, "absent")
+            fields = {"selector": total_series(slo.sli).render()}
+            alerts[key] = _facts(key, slo_output.group, rule, (fields, {}), routing)
     recordings = {
         (group.name, rule.record, rule.labels): rule.expr
         for group in (*output.groups, *(s.group for s in output.slos))

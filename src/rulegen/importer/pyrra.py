@@ -9,9 +9,10 @@ its page and ticket windows. Pyrra's burn windows are not the Workbook's (factor
 windows scaled from 28 days, with a ``for`` each): they become explicit ``tiers``, so rulegen
 pages on exactly the burns Pyrra pages on (a share with no exact decimal rounded up: never
 less strict), and the page's ``for`` is the shortest of Pyrra's page windows (never later on an
-outage). A ``latencyNative`` indicator is a latency SLI on a native histogram, a ``bool_gauge``
-an events SLI (its samples the events, its zeros the errors) with its own test series.
-Refused: anything unknown.
+outage). Pyrra's absent alert (on unless ``alerting.absent: false``) becomes
+``alerting.absent`` with its name, severity and ``for`` (``AbsentDuration``). A ``latencyNative``
+indicator is a latency SLI on a native histogram, a ``bool_gauge`` an events SLI (its samples
+the events, its zeros the errors) with its own test series. Refused: anything unknown.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rulegen.importer.slo_common import Burn, Services, Source
 TOOL = "Pyrra"
 _SERVICE_LABELS = ("service", "app.kubernetes.io/part-of", "app.kubernetes.io/name", "app")
 _DAY28 = Fraction(28 * 86400)
+_ABSENT_NAME = "SLOMetricAbsent"  # Pyrra's default name of its absent alert (slo/slo.go)
 _MINUTE = Fraction(60)
 # Pyrra's windows for a 28-day SLO (slo/rules.go, Windows()): severity, for, long, short,
 # factor; each duration scales with the SLO window and is rounded to the minute.
@@ -56,6 +58,16 @@ def pyrra_windows(window: Fraction) -> list[tuple[str, Fraction, Fraction, Fract
          _round_minute(scale * short), factor)
         for alert, for_, long, short, factor in _PYRRA_28D
     ]  # fmt: skip
+
+
+def pyrra_absent_for(window: Fraction, target: float) -> Fraction:
+    """Pyrra's ``AbsentDuration()`` (slo/slo.go): the time its first page window (factor 14)
+    takes to fire on a total outage, ``14 × (1 − target)`` of its long window (truncated to
+    whole seconds, as Go converts the float), plus that window's ``for``, rounded to the
+    minute. ``target`` is Pyrra's ratio (its percentage over 100, a float)."""
+    _alert, for_, long, _short, factor = pyrra_windows(window)[0]
+    seconds = int(factor * (1 - target) * float(long))
+    return _round_minute(Fraction(seconds) + for_)
 
 
 def import_files(files: Sequence[Path], options: ImportOptions) -> ImportResult:
@@ -153,6 +165,11 @@ def _alerts(
     assert chosen.tiers is not None  # Pyrra's factors are never the Workbook's
     if alerting is not None:
         out["alerting"] = alerting
+        if "absent" in alerting:
+            comments[("alerting", "absent")] = (
+                "Pyrra's absent alert: for = 14 × (1 − target) × its first page window's long "
+                "window, + that window's for, to the minute"
+            )
     out["tiers"] = chosen.tiers
     comments[("tiers",)] = (
         f"Pyrra's burn windows for {out['window']}: factors 14 and 7 page, 2 and 1 ticket; "
@@ -351,7 +368,8 @@ def _alerting(
 ) -> tuple[dict[str, Any] | None, dict[str, str]]:
     where = (*base, "alerting")
     alerting = src.mapping(spec, base, "alerting") or {}
-    src.known(alerting, where, ("name", "disabled", "burnrates", "absent", "severities"), TOOL)
+    known = ("name", "disabled", "burnrates", "absent", "absentName", "severities")
+    src.known(alerting, where, known, TOOL)
     name = src.text(alerting, where, "name")
     if name is not None and not common.is_alert_name(name):
         src.refuse((*where, "name"), "not a Prometheus alert name; rulegen's default used")
@@ -359,13 +377,6 @@ def _alerting(
     disabled = bool(src.flag(alerting, where, "disabled")) or (
         src.flag(alerting, where, "burnrates") is False
     )
-    absent = src.flag(alerting, where, "absent")
-    if absent is not False and not disabled:
-        src.refuse(
-            (*where, "absent") if absent else where,
-            "Pyrra's absent alert (no data for the SLI) has no counterpart in rulegen's SLOs; "
-            "add an alert on absent(…) to the spec if you need one",
-        )
     switches: dict[str, dict[str, Any]] = {"page": {}, "ticket": {}}
     severities = src.mapping(alerting, where, "severities") or {}
     picked = {"page": ("fastBurn", "mediumBurn"), "ticket": ("slowBurn", "longTermBurn")}
@@ -400,8 +411,69 @@ def _alerting(
         if windows
     }
     fors = {k: v for k, v in fors.items() if v != "0s"}
-    block = common.alerting_block(name, switches["page"], switches["ticket"], extra, fors or None)
+    absent = _absent(src, spec, alerting, where, switches["page"].get("severity", "critical"))
+    block = common.alerting_block(
+        name, switches["page"], switches["ticket"], extra, fors or None, absent
+    )
     return (block or None), fors
+
+
+def _absent(
+    src: Source, spec: dict[str, Any], alerting: dict[str, Any], where: FieldPath, page: str
+) -> dict[str, Any] | None:
+    """Pyrra's absent alert (on by default, whatever ``disabled``/``burnrates`` say: Pyrra
+    writes it with the recordings) as ``alerting.absent``: its name (``absentName``, Pyrra's
+    ``SLOMetricAbsent``), severity (``severities.absent``, critical) and ``for``."""
+    if src.flag(alerting, where, "absent") is False:
+        return None
+    window, target = _window(spec), _target(spec)
+    if not window or target is None:
+        return None  # the SLO is refused for its target or window
+    name = src.text(alerting, where, "absentName")
+    if name is not None and not common.is_alert_name(name):
+        src.refuse((*where, "absentName"), f"not a Prometheus alert name; {_ABSENT_NAME} used")
+        name = None
+    out: dict[str, Any] = {"name": name or _ABSENT_NAME}
+    out["for"] = common.duration_text(pyrra_absent_for(Fraction(window), target))
+    severity = str((alerting.get("severities") or {}).get("absent", "critical"))
+    if severity not in common.SEVERITIES:
+        src.refuse(
+            (*where, "severities", "absent"),
+            f"severity {severity!r}: rulegen's severities are critical, warning and info; the "
+            f"absent alert keeps the page's ({page})",
+        )
+    elif severity != page:
+        out["severity"] = severity
+    _absent_errors_note(src, spec, where)
+    return out
+
+
+def _absent_errors_note(src: Source, spec: dict[str, Any], where: FieldPath) -> None:
+    """Pyrra alerts on its second metric's absence too (the errors, the success bucket);
+    rulegen's absent alert reads the total only."""
+    indicator = spec.get("indicator")
+    body = next(iter(indicator.values()), None) if isinstance(indicator, dict) else None
+    if not isinstance(body, dict):
+        return
+    metrics = {
+        str(body[key].get("metric", "")).split("{")[0]
+        for key in ("errors", "success", "total")
+        if isinstance(body.get(key), dict)
+    }
+    if len(metrics) > 1:
+        src.adapt(
+            where,
+            "Pyrra's absent alerts: one on the total and one on the errors (or success bucket) "
+            "metric; rulegen's reads the total only (no error series is zero errors)",
+        )
+
+
+def _target(spec: dict[str, Any]) -> float | None:
+    """Pyrra's target as its generator reads it: the percentage parsed as a float, over 100."""
+    try:
+        return float(str(spec.get("target"))) / 100
+    except ValueError:
+        return None
 
 
 def _window(spec: dict[str, Any]) -> int:

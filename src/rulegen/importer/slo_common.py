@@ -819,23 +819,81 @@ def is_alert_name(name: str) -> bool:
 
 def alerting_block(
     name: str | None, page: dict[str, Any], ticket: dict[str, Any], labels: dict[str, str],
-    fors: dict[str, str] | None = None,
+    fors: dict[str, str] | None = None, absent: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The SLO's ``alerting`` mapping with only the keys that differ from rulegen's defaults."""
+    """The SLO's ``alerting`` mapping with only the keys that differ from rulegen's defaults
+    (a switch's own ``labels`` and ``annotations`` kept as given)."""
     out: dict[str, Any] = {}
     if name and name != "ErrorBudgetBurn":
         out["name"] = name
-    defaults = {"page": "critical", "ticket": "warning"}
     for key, switch in (("page", page), ("ticket", ticket)):
-        entry = {}
-        if switch.get("severity", defaults[key]) != defaults[key]:
-            entry["severity"] = switch["severity"]
-        if switch.get("enabled", True) is False:
-            entry["enabled"] = False
+        entry = _switch_entry(key, switch)
         if entry:
             out[key] = entry
     if fors:
         out["for"] = fors
     if labels:
         out["labels"] = dict(sorted(labels.items()))
+    if absent is not None:
+        out["absent"] = absent
+    return out
+
+
+def _switch_entry(key: str, switch: dict[str, Any]) -> dict[str, Any]:
+    """``alerting.page`` (or ``ticket``): what differs from rulegen's default."""
+    default = "critical" if key == "page" else "warning"
+    entry: dict[str, Any] = {}
+    if switch.get("severity", default) != default:
+        entry["severity"] = switch["severity"]
+    if switch.get("enabled", True) is False:
+        entry["enabled"] = False
+    for own in ("labels", "annotations"):
+        if switch.get(own):
+            entry[own] = dict(sorted(switch[own].items()))
+    return entry
+
+
+# Labels rulegen sets on an SLO's alerts, and annotations it writes: a tool's own cannot be
+# carried over under these names (rulegen.slo.resolve refuses them).
+OWN_LABELS = frozenset({"service", "slo", "severity", "alertname", "alertstate"})
+OWN_ANNOTATIONS = frozenset({"summary", "description", "runbook_url", "slo_description"})
+
+
+def own_labels(
+    src: Source, labels: dict[str, str], where: FieldPath, group_by: tuple[str, ...], whose: str
+) -> dict[str, str]:
+    """A tool's labels of one alert (``whose``: the page, the ticket) that rulegen can carry:
+    each one rulegen sets, a ``group_by`` label or an empty value is refused at its line."""
+    out: dict[str, str] = {}
+    for name, value in labels.items():
+        here = (*where, name)
+        if name in OWN_LABELS or name in group_by:
+            src.refuse(here, f"rulegen sets {name} on the {whose} itself; left out")
+        elif value == "":
+            src.refuse(here, "an empty label value (Prometheus drops the label); left out")
+        else:
+            out[name] = value
+    return out
+
+
+def own_annotations(
+    src: Source, annotations: dict[str, Any], where: FieldPath, whose: str
+) -> dict[str, str]:
+    """A tool's annotations of one alert (``whose``) that rulegen can carry as annotations of
+    its own (written literally): rulegen's own names, invalid names, non-strings and Go
+    templates (rulegen would print them as text) are refused at their lines."""
+    out: dict[str, str] = {}
+    for name, value in annotations.items():
+        here = (*where, name)
+        if name in OWN_ANNOTATIONS:
+            src.refuse(here, f"rulegen writes its own {name} on the {whose}; left out")
+        elif not isinstance(name, str) or not promql.LABEL_NAME.match(name):
+            src.refuse(here, f"{name!r} is not an annotation name Prometheus takes; left out")
+        elif not isinstance(value, str):
+            src.refuse(here, f"an annotation is a string (got {value!r:.60}); left out")
+        elif "{{" in value:
+            src.refuse(here, "a Go template: rulegen writes an alert's own annotations as "
+                       "literal text; left out")  # fmt: skip
+        else:
+            out[name] = value
     return out

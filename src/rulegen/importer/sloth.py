@@ -176,9 +176,10 @@ def _slo(
     labels = src.labels(slo, path, "labels")
     if labels:
         src.adapt((*path, "labels"), "Sloth's SLO labels go on its alerts (alerting.labels)")
-    alerting = _alerting(services, service, src, slo, path, names, labels)
+    alerting = _alerting(services, service, src, slo, path, names, labels, mapped.group_by)
     if alerting:
         out["alerting"] = alerting
+        comments.update(_alerting_comments(alerting))
     chosen = common.tiers(burns, period, objective)
     for burn in chosen.never:
         src.adapt((*path, "objective"), common.never_text(burn, period, objective))
@@ -269,7 +270,7 @@ def _events(
 
 def _alerting(
     services: Services, service: str, src: Source, slo: dict[str, Any], path: FieldPath,
-    names: dict[str, str], labels: dict[str, str],
+    names: dict[str, str], labels: dict[str, str], group_by: tuple[str, ...],
 ) -> dict[str, Any]:  # fmt: skip
     where = (*path, "alerting")
     alerting = src.mapping(slo, path, "alerting") or {}
@@ -287,35 +288,54 @@ def _alerting(
         src.refuse((*where, "labels", "severity"), "rulegen sets severity per alert (page, ticket)")
         del merged["severity"]
     annotations = src.mapping(alerting, where, "annotations") or {}
-    _annotations(services, service, src, annotations, (*where, "annotations"))
+    shared = _annotations(services, service, src, annotations, (*where, "annotations"))
     switches: dict[str, dict[str, Any]] = {}
     for kind in ("page", "ticket"):
         key = names[f"{kind}_alert"]
-        switches[kind] = _switch(src, alerting, where, key, kind)
+        switches[kind] = _switch(src, alerting, where, key, kind, group_by, shared)
     enabled = [k for k in ("page", "ticket") if switches[k].get("enabled", True)]
     if enabled and name is None:
         src.adapt(where, "no alerting.name: rulegen's default ErrorBudgetBurn")
     return common.alerting_block(name, switches["page"], switches["ticket"], merged)
 
 
+def _alerting_comments(alerting: dict[str, Any]) -> dict[FieldPath, str]:
+    """Where the page or ticket has labels or annotations of its own: whose they were."""
+    return {
+        ("alerting", kind): f"Sloth's {kind} alert labels and annotations: the {kind}'s own"
+        for kind in ("page", "ticket")
+        if set(alerting.get(kind, {})) & {"labels", "annotations"}
+    }
+
+
 def _annotations(
     services: Services, service: str, src: Source, annotations: dict[str, Any], where: FieldPath
-) -> None:
+) -> dict[str, str]:
+    """The annotations of both alerts: the runbook becomes the spec's ``runbook_url``, the
+    others each alert's own (``alerting.page``/``ticket.annotations``)."""
+    rest: dict[str, Any] = {}
     for key, value in annotations.items():
         if key in _RUNBOOK_KEYS and isinstance(value, str) and value.strip():
             if services.set_top(service, src, ("runbook_url",), value, (*where, key)):
                 src.adapt((*where, key), "the runbook is the spec's runbook_url (every alert)")
             continue
-        src.refuse(
+        rest[key] = value
+    shared = common.own_annotations(src, rest, where, "alerts")
+    for key in shared:
+        src.adapt(
             (*where, key),
-            "rulegen writes its SLO alerts' annotations itself (tiers firing, burn rate, "
-            "budget left); a custom annotation has no place",
+            "an annotation of both alerts: on the page and on the ticket "
+            "(alerting.page.annotations, alerting.ticket.annotations)",
         )
+    return shared
 
 
 def _switch(
-    src: Source, alerting: dict[str, Any], where: FieldPath, key: str, kind: str
-) -> dict[str, Any]:
+    src: Source, alerting: dict[str, Any], where: FieldPath, key: str, kind: str,
+    group_by: tuple[str, ...], shared: dict[str, str],
+) -> dict[str, Any]:  # fmt: skip
+    """The page (or ticket): disabled, its severity, and its own labels and annotations
+    (``alerting.<kind>.labels``/``annotations``, over those of both alerts)."""
     block = src.mapping(alerting, where, key) or {}
     here = (*where, key)
     src.known(block, here, ("disable", "labels", "annotations"), TOOL)
@@ -333,15 +353,9 @@ def _switch(
                 f"severity {severity!r}: rulegen's severities are critical, warning and info; "
                 f"the {kind} keeps {'critical' if kind == 'page' else 'warning'}",
             )
-    for label in labels:
-        src.refuse(
-            (*here, "labels", label),
-            f"a label of the {kind} alone: rulegen's alerting.labels go on both alerts "
-            "(route on severity instead)",
-        )
-    for annotation in src.mapping(block, here, "annotations") or {}:
-        src.refuse(
-            (*here, "annotations", annotation),
-            "rulegen writes its SLO alerts' annotations itself; a custom annotation has no place",
-        )
+    own = common.own_labels(src, labels, (*here, "labels"), group_by, kind)
+    notes = src.mapping(block, here, "annotations") or {}
+    merged = {**shared, **common.own_annotations(src, notes, (*here, "annotations"), kind)}
+    if out.get("enabled", True):
+        out.update({k: v for k, v in (("labels", own), ("annotations", merged)) if v})
     return out

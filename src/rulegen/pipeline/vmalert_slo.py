@@ -154,6 +154,8 @@ def slo_test_files(
         own = late.get(group, Late(frozenset(), frozenset()))
         # SLOs may share an alert name (ErrorBudgetBurn): this SLO's checks are of its group
         groups = {**group_of, slo.alert_name: group}
+        if slo.absent is not None:
+            groups[slo.absent.name] = group
         stem = slo_tests_stem(spec.service, slo.name)
         own_groups = [g for g in rule_groups if g["name"] == group]
         files[f"{stem}.rules.yml"] = dump_yaml({"groups": own_groups}, source)
@@ -162,7 +164,7 @@ def slo_test_files(
             (f"{stem}.test.yml", model.evaluation, cases),
             (f"{stem}.history.test.yml", history_step(model), history),
         ):
-            kept = _without(chosen, own)
+            kept = _without(chosen, own, slo.alert_name)
             if kept:
                 tests = vmalert_tests_file(rules, interval, kept, groups, labels, recorded=True)
                 files[name] = dump_yaml(tests, source)
@@ -171,13 +173,18 @@ def slo_test_files(
     return files, notes
 
 
-def _without(cases: Sequence[TestCase], late: Late) -> tuple[TestCase, ...]:
-    """The cases with the checks of late rules left out (a case left with none, too)."""
+def _without(cases: Sequence[TestCase], late: Late, burn: str) -> tuple[TestCase, ...]:
+    """The cases with the checks of late rules left out (a case left with none, too), and
+    those of the burn-rate alerts' annotations (named ``burn``): their descriptions ask
+    ``query`` for the tiers firing and the budget left, which vmalert answers from what it
+    stored (one evaluation behind the alert), so only their labels (``ALERTS``) are checked
+    here. The absent alert's check (literal annotations) stays."""
     out = []
     for case in cases:
         checks = tuple(c for c in case.expr_checks if not late.covers(c))
-        if checks:
-            out.append(replace(case, expr_checks=checks))
+        alerts = tuple(c for c in case.alert_checks if c.alertname != burn)
+        if checks or alerts:
+            out.append(replace(case, expr_checks=checks, alert_checks=alerts))
     return tuple(out)
 
 

@@ -66,11 +66,16 @@ def slo_inhibits(services: Sequence[ServiceOutput]) -> tuple[Inhibit, ...]:
     for service in services:
         for slo in service.slos:
             alerts = [r for r in slo.group.rules if isinstance(r, AlertRule)]
-            # The burn-rate alerts come first and share a name; the group's last alert
-            # (its recordings incomplete) is not a tier and inhibits nothing.
+            # The burn-rate alerts come first and share a name (``alert_keys`` says which is
+            # the page and which the ticket: a tier's alert of its own shares their labels but
+            # its own); the absent and the recordings-incomplete alerts inhibit nothing.
             alerts = [a for a in alerts if a.alert == alerts[0].alert]
-            if len(alerts) != 2:
+            first: dict[str, AlertRule] = {}
+            for key, rule in zip(slo.alert_keys, alerts, strict=False):
+                first.setdefault(key, rule)
+            if "page" not in first or "ticket" not in first:
                 continue
+            alerts = [first["page"], first["ticket"]]
             page, ticket = (dict(a.labels) for a in alerts)
 
             def pick(labels: dict[str, str], name: str) -> tuple[promql.Matcher, ...]:

@@ -174,6 +174,27 @@ def histogram_reads(sli: SLI) -> tuple[LatencySLI, ...]:
     return ()
 
 
+def total_series(sli: SLI) -> Selector:
+    """The series whose absence means the SLI has no data (``alerting.absent``): a ratio's
+    total, a classic histogram's ``_count``, a native histogram's one series; a goodput SLI's
+    first latency's (the one that counts its total)."""
+    one = sli.first if isinstance(sli, GoodputSLI) else sli
+    if isinstance(one, LatencySLI):
+        return one.series if one.native else one.total
+    if isinstance(one, EventsSLI | RawSLI):
+        return _first_selector(one.error_ratio if isinstance(one, RawSLI) else one.total)
+    return one.total
+
+
+def _first_selector(query: Query) -> Selector:
+    """An expression SLI's series: the first series selector its (total) query reads."""
+    found = promql.selectors(query.at("5m"))
+    if not found:
+        return Selector("", ())
+    metric, matchers = promql.parse_selector(found[0][1])
+    return Selector(metric, matchers)
+
+
 @dataclass(frozen=True)
 class Tier:
     """One multi-window tier: ``budget_share`` of the error budget burnt within ``long``."""
@@ -189,12 +210,40 @@ class Tier:
 
 @dataclass(frozen=True)
 class SLOAlert:
-    """The page or ticket alert of an SLO: fires when any of its tiers does."""
+    """The page or ticket alert of an SLO: fires when any of its tiers does.
+
+    ``labels`` and ``annotations`` are its own (``alerting.page``/``ticket``), over the SLO's
+    labels and beside rulegen's annotations. An explicit tier with labels or annotations of its
+    own is an alert rule of its own (the same name, severity and ``for``): ``part`` names its
+    tiers (``tiers[2]``), empty for the alert of the tiers without any.
+    """
 
     key: str
     severity: str
     for_seconds: Decimal
     tiers: tuple[Tier, ...]
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
+    part: str = ""
+
+    @property
+    def role(self) -> str:
+        """``page``, ``ticket``, or ``page tiers[2]`` for a tier's alert of its own."""
+        return f"{self.key} {self.part}" if self.part else self.key
+
+
+@dataclass(frozen=True)
+class AbsentAlert:
+    """``alerting.absent``: an alert while no series of the SLI's total exists for ``for``
+    (``absent()``, Pyrra's default alert); ``labels`` and ``annotations`` are its own, over the
+    SLO's labels and beside rulegen's annotations."""
+
+    name: str
+    severity: str
+    for_seconds: Decimal
+    labels: tuple[tuple[str, str], ...]
+    annotations: tuple[tuple[str, str], ...]
+    origin: Origin
 
 
 @dataclass(frozen=True)
@@ -229,6 +278,8 @@ class ResolvedSLO:
     # The severity of the alert on incomplete recordings: the declaration's first severity
     # that does not page (rulegen.source.severities)
     incomplete_severity: str = "warning"
+    # ``alerting.absent``: the alert on no data, none unless given
+    absent: AbsentAlert | None = None
 
     @property
     def budget(self) -> Decimal:

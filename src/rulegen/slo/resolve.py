@@ -23,6 +23,7 @@ from rulegen.slo.model import (
     PAGE,
     SLI,
     TICKET,
+    AbsentAlert,
     EventsSLI,
     GoodputSLI,
     GoodRatioSLI,
@@ -47,6 +48,7 @@ DEFAULT_TIERS = (
     ("3d", "6h", "10%", TICKET),
 )
 MAX_SLO_WINDOW = Decimal(365 * 86400)
+INCOMPLETE_ALERT = "SLORecordingsIncomplete"  # rulegen.slo.rules.INCOMPLETE
 MAX_MIN_TRAFFIC = Decimal(10) ** 6
 RESERVED_GROUP_BY = frozenset({"service", "slo", "severity", "alertname", "alertstate", "le"})
 OBJECTIVE_HINT = "must be a percentage like 99.9% or a ratio like 0.999"
@@ -90,9 +92,26 @@ def resolve_slos(
         )  # fmt: skip
         if resolved is not None:
             alerts = tuple(replace(a, severity=chosen[a.key]) for a in resolved.alerts)
+            absent = _absent_severity(col, path, slo.alerting, resolved.absent, chosen[PAGE],
+                                      severities)  # fmt: skip
             out.append(replace(resolved, alerts=alerts, left_open=version.left_open_ranges,
-                               incomplete_severity=severities.ticket))  # fmt: skip
+                               incomplete_severity=severities.ticket,
+                               absent=absent))  # fmt: skip
     return tuple(out)
+
+
+def _absent_severity(
+    col: Collector, path: PathKey, alerting: Any, absent: AbsentAlert | None, page: str,
+    severities: Severities,
+) -> AbsentAlert | None:  # fmt: skip
+    """The absent alert with its severity: its own, checked against the declaration, or the
+    page's."""
+    if absent is None:
+        return None
+    own = alerting.absent.severity
+    where = (*path, "alerting", "absent", "severity")
+    chosen = own if own is not None and check(col, where, own, severities) else page
+    return replace(absent, severity=chosen)
 
 
 def _severities(
@@ -140,23 +159,149 @@ def _slo(
     if objective is None or window is None:
         return None
     tiers = _tiers(col, path, slo, objective, window)
+    own = _Own(col, path, slo.group_by)
+    extras = {
+        key: own.of((*path, "alerting", key), getattr(alerting, key)) for key in (PAGE, TICKET)
+    }
+    by_tier = {i: own.of((*path, "tiers", i), t) for i, t in enumerate(slo.tiers or ())}
+    absent = _absent(col, path, alerting, own)
     if len(col.diagnostics) > before or sli is None:
         return None
     alerts = []
     for key in (PAGE, TICKET):
         switch = getattr(alerting, key)
-        own = tuple(t for t in tiers if t.alert == key)
-        if switch.enabled and own:
-            alerts.append(SLOAlert(key, switch.severity, fors[key] or Decimal(0), own))
+        keyed = tuple(t for t in tiers if t.alert == key)
+        if switch.enabled and keyed:
+            made = _alerts_of(key, switch.severity, fors[key] or Decimal(0), keyed, extras[key],
+                              by_tier)  # fmt: skip
+            _distinct(col, path, made)
+            alerts.extend(made)
     merged = dict(spec_labels)
     merged.update(extra)
     slo_result = ResolvedSLO(
         spec.service, slo.name, objective, window, slo.description, sli, group_by, alerting.name,
         tuple(alerts), min_traffic, tuple(sorted(merged.items())), spec.runbook_url, evaluation,
-        scrape, col.origin(path),
+        scrape, col.origin(path), absent=absent,
     )  # fmt: skip
     _check_grid(col, path, slo_result)
     return slo_result if len(col.diagnostics) == before else None
+
+
+# Annotations rulegen writes on an SLO's alerts: a user's own beside them may not reuse these.
+OWN_ANNOTATIONS = frozenset({"summary", "description", "runbook_url", "slo_description"})
+ABSENT_FOR_MOST = Decimal(7 * 86400)
+
+
+# An alert's own labels and annotations, each sorted by name.
+_Extra = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+
+
+@dataclass(frozen=True)
+class _Own:
+    """Checks the labels and annotations a spec gives one of an SLO's alerts
+    (``alerting.page``, ``alerting.ticket``, a tier, ``alerting.absent``)."""
+
+    col: Collector
+    path: PathKey
+    group_by: list[str]
+
+    def labels(self, where: PathKey, raw: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        """``raw`` checked as ``alerting.labels`` are, and none that rulegen sets on the
+        alert (``slo``) or that its series carry (the ``group_by`` labels)."""
+        out = labels(self.col, where, raw)
+        for key in raw:
+            if key == "slo" or key in self.group_by:
+                what = "the SLO's name" if key == "slo" else "a group_by label of its series"
+                self.col.error(
+                    (*where, key), f"label {key!r} is set by rulegen ({what}) and cannot be "
+                    "overridden",
+                )  # fmt: skip
+        return out
+
+    def of(self, where: PathKey, spec: Any) -> _Extra:
+        """The checked ``labels`` and ``annotations`` of ``spec`` at ``where`` (a page or
+        ticket switch, a tier)."""
+        return (
+            self.labels((*where, "labels"), spec.labels),
+            self.annotations((*where, "annotations"), spec.annotations),
+        )
+
+    def annotations(self, where: PathKey, raw: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        """Annotation names Prometheus takes (label names), none of rulegen's own."""
+        for key in raw:
+            if not promql.LABEL_NAME.match(key) or key.startswith("__"):
+                self.col.error(
+                    (*where, key),
+                    "invalid annotation name (expected [a-zA-Z_][a-zA-Z0-9_]*, no __ prefix)",
+                )
+            elif key in OWN_ANNOTATIONS:
+                self.col.error(
+                    (*where, key),
+                    f"annotation {key!r} is written by rulegen and cannot be overridden",
+                )
+        return tuple(sorted(raw.items()))
+
+
+def _alerts_of(
+    key: str, severity: str, for_seconds: Decimal, tiers: tuple[Tier, ...], base: _Extra,
+    by_tier: dict[int, _Extra],
+) -> list[SLOAlert]:  # fmt: skip
+    """The alert rules of the page (or ticket): one for its tiers, and one more per set of
+    labels and annotations its explicit tiers give (tiers with the same share a rule)."""
+    parts: dict[_Extra, list[Tier]] = {}
+    for tier in tiers:
+        parts.setdefault(by_tier.get(tier.index, ((), ())), []).append(tier)
+    out: list[SLOAlert] = []
+    for (tier_labels, tier_notes), members in parts.items():
+        labels = {**dict(base[0]), **dict(tier_labels)}
+        notes = {**dict(base[1]), **dict(tier_notes)}
+        part = ""
+        if tier_labels or tier_notes:
+            part = "tiers[" + ", ".join(str(t.index) for t in members) + "]"
+        own = SLOAlert(key, severity, for_seconds, tuple(members), part=part)
+        out.append(replace(own, labels=tuple(sorted(labels.items())),
+                           annotations=tuple(sorted(notes.items()))))  # fmt: skip
+    return out
+
+
+def _distinct(col: Collector, path: PathKey, alerts: list[SLOAlert]) -> None:
+    """Each alert rule of the page (or ticket) carries labels no other of them has: rules
+    of one name and severity with the same labels would be one alert to Alertmanager."""
+    seen: dict[tuple[tuple[str, str], ...], SLOAlert] = {}
+    for alert in alerts:
+        other = seen.setdefault(alert.labels, alert)
+        if other is alert:
+            continue
+        index = alert.tiers[0].index
+        where: PathKey = (*path, "tiers", index)
+        col.error(
+            (*where, "labels") if col.positions.has((*where, "labels")) else where,
+            f"the {alert.key} of tiers[{index}] would carry the same labels as the {other.key} "
+            f"of {other.part or 'its other tiers'}: give the tier a label of its own (labels:) "
+            "that tells its alert apart",
+        )
+
+
+def _absent(col: Collector, path: PathKey, alerting: Any, own: _Own) -> AbsentAlert | None:
+    """``alerting.absent``: its name (``<alerting.name>Absent``), ``for``, severity (the
+    page's), labels and annotations."""
+    spec = alerting.absent
+    if spec is None:
+        return None
+    where: PathKey = (*path, "alerting", "absent")
+    name = spec.name or f"{alerting.name}Absent"
+    if name in (alerting.name, INCOMPLETE_ALERT):
+        col.error(
+            (*where, "name") if spec.name else where,
+            f"the absent alert is named {name!r}, as another alert of the SLO: give it a name "
+            "of its own (alerting.absent.name)",
+        )
+    for_seconds = duration(col, (*where, "for"), spec.for_, most=ABSENT_FOR_MOST)
+    return AbsentAlert(
+        name, spec.severity or "", for_seconds or Decimal(0),  # the severity: _absent_severity
+        own.labels((*where, "labels"), spec.labels),
+        own.annotations((*where, "annotations"), spec.annotations), col.origin(where),
+    )  # fmt: skip
 
 
 def parse_objective(col: Collector, path: PathKey, raw: object) -> Decimal | None:

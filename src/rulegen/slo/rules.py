@@ -25,6 +25,7 @@ from rulegen.generated import (
     RecordingRule,
     RuleGroup,
     Threshold,
+    Verbatim,
 )
 from rulegen.slo.model import (
     EventsSLI,
@@ -35,8 +36,9 @@ from rulegen.slo.model import (
     ResolvedSLO,
     SLOAlert,
     Tier,
+    total_series,
 )
-from rulegen.slo.resolve import base_window, format_fraction, windows_of
+from rulegen.slo.resolve import INCOMPLETE_ALERT, base_window, format_fraction, windows_of
 from rulegen.slo.windows import LOOKBACK, Term, base_steps, chain_of, fallback, plan_windows
 from rulegen.templating import go_escape
 
@@ -50,7 +52,7 @@ CURRENT_BURN = "slo:current_burn_rate:ratio"
 OBJECTIVE = "slo:objective:ratio"
 TERMS = "slo:sli_terms:count"
 COVERAGE = "slo:sli_coverage:ratio"
-INCOMPLETE = "SLORecordingsIncomplete"
+INCOMPLETE = INCOMPLETE_ALERT
 INCOMPLETE_EVALUATIONS = 3  # the alert's ``for``, in evaluations: one missed one is noise
 
 
@@ -108,6 +110,8 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
         RecordingRule(OBJECTIVE, f"vector({units.literal(slo.objective)})", own, slo.origin)
     )
     rules.extend(_alert(slo, alert) for alert in slo.alerts)
+    if slo.absent is not None:
+        rules.append(absent_alert(slo))
     if not isinstance(slo.sli, EventsSLI | RawSLI):  # no cascade: no terms to miss
         rules.append(_incomplete_alert(slo))
     return RuleGroup(group_name(slo), slo.evaluation, tuple(rules))
@@ -506,16 +510,75 @@ def alert_condition(slo: ResolvedSLO, alert: SLOAlert) -> Condition:
 
 
 def _alert(slo: ResolvedSLO, alert: SLOAlert) -> AlertRule:
-    labels = dict(slo.labels)
-    labels.update(severity=alert.severity, service=slo.service, slo=slo.name)
     return AlertRule(
         slo.alert_name,
         alert_condition(slo, alert),
         alert.for_seconds,
-        tuple((k, go_escape(v)) for k, v in sorted(labels.items())),
-        alert_annotations(slo, alert),
+        tuple((k, go_escape(v)) for k, v in alert_labels(slo, alert)),
+        alert_annotations(slo, alert) + own_annotations(alert.annotations),
         slo.origin,
     )
+
+
+def alert_labels(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str], ...]:
+    """The rule labels of a page or ticket alert (as written, before escaping): the SLO's,
+    the alert's own over them, then severity, service and slo."""
+    labels = dict(slo.labels)
+    labels.update(alert.labels)
+    labels.update(severity=alert.severity, service=slo.service, slo=slo.name)
+    return tuple(sorted(labels.items()))
+
+
+def own_annotations(annotations: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """A user's annotations of an SLO alert, after rulegen's: literal text (escaped as
+    ``alerting.labels`` values are), in name order."""
+    return tuple((k, go_escape(v)) for k, v in sorted(annotations))
+
+
+def absent_labels(slo: ResolvedSLO) -> tuple[tuple[str, str], ...]:
+    """The rule labels of the absent alert (as written, before escaping)."""
+    assert slo.absent is not None
+    labels = dict(slo.labels)
+    labels.update(slo.absent.labels)
+    labels.update(severity=slo.absent.severity, service=slo.service, slo=slo.name)
+    return tuple(sorted(labels.items()))
+
+
+def absent_alert(slo: ResolvedSLO) -> AlertRule:
+    """``absent(<the SLI's total series>) == 1`` for ``alerting.absent.for``: the SLI has no
+    data, so its burn rates have none and no burn-rate alert can fire (Pyrra's absent alert).
+    One per SLO: for a ``group_by`` SLO it fires when no series of any group is left."""
+    absent = slo.absent
+    assert absent is not None
+    selector = total_series(slo.sli).render()
+    # written as is: the generic comparison would wrap the call in parentheses
+    reading = Comparison(Expression(f"absent({selector})"), "==", Threshold(Decimal(1), "number"))
+    return AlertRule(
+        absent.name,
+        Verbatim(f"absent({selector}) == 1", reading),
+        absent.for_seconds,
+        tuple((k, go_escape(v)) for k, v in absent_labels(slo)),
+        absent_annotations(slo) + own_annotations(absent.annotations),
+        absent.origin,
+    )
+
+
+def absent_annotations(slo: ResolvedSLO) -> tuple[tuple[str, str], ...]:
+    """Summary, description and runbook of the absent alert: literal text, no template."""
+    absent = slo.absent
+    assert absent is not None
+    selector = total_series(slo.sli).render()
+    wait = units.format_duration(absent.for_seconds)
+    summary = f"{slo.service}: SLO {slo.name} has no data"
+    description = (
+        f"No series of {selector} for {wait}: the SLI counts no events, so its error budget "
+        f"and burn rates have no value and {slo.alert_name} cannot fire. Check the target's "
+        "scrape and the SLI's selector (rulegen docs: slos.md, Absent)."
+    )
+    out = [("summary", go_escape(summary)), ("description", go_escape(description))]
+    if slo.runbook_url:
+        out.append(("runbook_url", go_escape(slo.runbook_url.replace("{alert}", absent.name))))
+    return tuple(out)
 
 
 def describe_tier(tier: Tier) -> str:
@@ -560,7 +623,7 @@ def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str
         f'{{{{ with query (printf "%v * {seconds} / %v" $left $value) }}}}'
         "{{ . | first | value | humanizeDuration }}{{ end }} at this rate"
         "{{ else }} (exhausted){{ end }}.{{ end }}"
-    ) + _goodput_note(slo)
+    ) + goodput_note(slo)
     out = [("summary", summary), ("description", description)]
     if slo.description:
         out.append(("slo_description", go_escape(slo.description)))
@@ -569,7 +632,7 @@ def alert_annotations(slo: ResolvedSLO, alert: SLOAlert) -> tuple[tuple[str, str
     return tuple(out)
 
 
-def _goodput_note(slo: ResolvedSLO) -> str:
+def goodput_note(slo: ResolvedSLO) -> str:
     """For a goodput SLI, what its ratio is: a lower bound of goodput (escaped text)."""
     sli = slo.sli
     if not isinstance(sli, GoodputSLI):
@@ -594,16 +657,14 @@ def replay_safe_group(slo: ResolvedSLO, group: RuleGroup) -> RuleGroup:
     names the alert's tiers and the recording that holds the budget left instead
     (``targets.victoriametrics.replay_safe``, docs/victoriametrics.md).
     """
-    by_severity = {a.severity: a for a in slo.alerts}
+    burn = iter(slo.alerts)  # the burn-rate rules, in the group's order
     rules: list[RecordingRule | AlertRule] = []
     for rule in group.rules:
         if isinstance(rule, AlertRule):
-            severity = dict(rule.labels).get("severity")
             if rule.alert == INCOMPLETE:
                 rule = replace(rule, annotations=_safe(rule, _incomplete_text(slo)))
-            elif rule.alert == slo.alert_name and severity in by_severity:
-                text = _burn_text(slo, by_severity[severity])
-                rule = replace(rule, annotations=_safe(rule, text))
+            elif rule.alert == slo.alert_name:
+                rule = replace(rule, annotations=_safe(rule, _burn_text(slo, next(burn))))
         rules.append(rule)
     return replace(group, rules=tuple(rules))
 
@@ -618,7 +679,7 @@ def _burn_text(slo: ResolvedSLO, alert: SLOAlert) -> str:
     return (
         'Burn rate {{ $value | printf "%.3g" }}× the sustainable rate (long window of the '
         + go_escape(f"first tier firing). Tiers of this alert: {tiers}. Error budget left: {left}.")
-        + _goodput_note(slo)
+        + goodput_note(slo)
     )
 
 

@@ -23,7 +23,9 @@ from rulegen.slo.model import (
     RatioSLI,
     ResolvedSLO,
     SLOAlert,
+    total_series,
 )
+from rulegen.slo.rules import absent_labels
 from rulegen.slo.simulate import Traffic
 
 
@@ -153,6 +155,7 @@ class SeriesMaker:
     def alert_labels(self, alert: SLOAlert, state: str) -> str:
         """The ``ALERTS`` series of this SLO's alert in ``state``."""
         labels = dict(self.slo.labels)
+        labels.update(alert.labels)
         labels.update(self.group)
         labels.update(
             alertname=self.slo.alert_name, alertstate=state, severity=alert.severity,
@@ -161,16 +164,56 @@ class SeriesMaker:
         return _selector("ALERTS", labels)
 
     def alert_query(self, alert: SLOAlert) -> str:
-        """``ALERTS`` of this SLO's alert, in any state."""
+        """``ALERTS`` of this SLO's alert, in any state: with its own labels, and without
+        those only another rule of its name and severity has (a tier's alert of its own), so
+        that exactly its series answer."""
         labels = {
             "alertname": self.slo.alert_name, "service": self.slo.service,
             "severity": alert.severity, "slo": self.slo.name,
+        }  # fmt: skip
+        own = dict(alert.labels)
+        labels.update(own)
+        siblings = [a for a in self.slo.alerts if a.severity == alert.severity and a != alert]
+        missing = sorted({k for a in siblings for k, _ in a.labels if k not in own})
+        labels.update({k: "" for k in missing})
+        return _selector("ALERTS", labels)
+
+    def absent_alert_labels(self) -> tuple[tuple[str, str], ...]:
+        """The absent alert's labels: those ``absent()`` takes from the total selector's
+        equality matchers, the rule's over them."""
+        assert self.slo.absent is not None
+        labels = absent_result_labels(total_series(self.slo.sli).matchers)
+        labels.update(absent_labels(self.slo))
+        return tuple(sorted(labels.items()))
+
+    def absent_alert_series(self, state: str) -> str:
+        """The ``ALERTS`` series of the absent alert in ``state``."""
+        assert self.slo.absent is not None
+        labels = dict(self.absent_alert_labels())
+        labels.update(alertname=self.slo.absent.name, alertstate=state)
+        return _selector("ALERTS", labels)
+
+    def absent_query(self) -> str:
+        """``ALERTS`` of the absent alert, in any state."""
+        assert self.slo.absent is not None
+        labels = {
+            "alertname": self.slo.absent.name, "service": self.slo.service,
+            "slo": self.slo.name,
         }  # fmt: skip
         return _selector("ALERTS", labels)
 
     def own_labels(self) -> str:
         """The label set of this SLO's recordings (an arithmetic result drops the name)."""
         return _selector("", {"service": self.slo.service, "slo": self.slo.name, **self.group})
+
+
+def absent_result_labels(matchers: tuple[promql.Matcher, ...]) -> dict[str, str]:
+    """The labels of ``absent(selector)``'s one sample: each label the selector's matchers
+    pin with ``=`` to a value (a label pinned twice is left out), as Prometheus and MetricsQL
+    give them."""
+    pinned = [m for m in matchers if m.op == "=" and m.name != "__name__" and m.value]
+    names = [m.name for m in pinned]
+    return {m.name: m.value for m in pinned if names.count(m.name) == 1}
 
 
 def native_layout(sli: LatencySLI) -> tuple[Layout, int, int]:

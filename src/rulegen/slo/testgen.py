@@ -14,9 +14,9 @@ from decimal import ROUND_FLOOR, Decimal
 from fractions import Fraction
 from math import ceil, floor
 
-from rulegen import units
+from rulegen import gotemplate, units
 from rulegen.core import promql
-from rulegen.generated import ExprCheck, TestCase
+from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, TestCase
 from rulegen.slo.coverage import term_counts
 from rulegen.slo.expression_tests import expression_tests
 from rulegen.slo.isolation import alone, isolate
@@ -39,7 +39,12 @@ from rulegen.slo.rules import (
     OBJECTIVE,
     RATIO,
     TERMS,
+    absent_annotations,
+    alert_annotations,
+    alert_labels,
     current_window,
+    describe_tier,
+    goodput_note,
     single_target_condition,
     tier_condition,
     window_name,
@@ -61,6 +66,7 @@ from rulegen.slo.simulate import (
 from rulegen.slo.windows import chain_of, plan_windows
 
 COVERAGE_SPAN = Decimal(3600)  # the longest window the coverage test fills (promtool steps)
+ABSENT_STEPS = 240  # the absent alert's ``for`` in steps at most, at the group's interval
 
 
 def slo_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCase, ...]]:
@@ -77,15 +83,7 @@ def _counter_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCa
     series = SeriesMaker(slo)
     cases: list[TestCase] = []
     history: list[TestCase] = []
-    alerts = {a.key: a for a in slo.alerts}
-    if PAGE in alerts:
-        cases.append(_outage(slo, alerts[PAGE], series))
-    slow_tier: Tier | None = None
-    if TICKET in alerts:
-        slow = _slow_burn(slo, alerts[TICKET], alerts.get(PAGE), series)
-        if slow is not None:
-            history.append(slow[0])
-            slow_tier = slow[1]
+    slow_tier = _outage_and_slow_burn(slo, series, cases, history)
     for alert in slo.alerts:
         for tier in alert.tiers:
             if tier == slow_tier:
@@ -100,7 +98,31 @@ def _counter_tests(slo: ResolvedSLO) -> tuple[tuple[TestCase, ...], tuple[TestCa
     cases.append(_zero_traffic(slo, series))
     cases.append(_scrape_gap(slo, series))
     _goodput_cases(slo, series, cases, history)
+    if slo.absent is not None:
+        absent = _absent(slo, series)
+        (cases if absent.interval_seconds == slo.evaluation else history).append(absent)
     return tuple(cases), tuple(history)
+
+
+def _outage_and_slow_burn(
+    slo: ResolvedSLO, series: SeriesMaker, cases: list[TestCase], history: list[TestCase]
+) -> Tier | None:
+    """The outage of the page and the slow burn of the ticket (each the first rule of its
+    alert: a tier's alert of its own comes after it); the ticket's tier the slow burn fires
+    alone, if any."""
+    alerts: dict[str, SLOAlert] = {}
+    for one in slo.alerts:
+        alerts.setdefault(one.key, one)
+    if PAGE in alerts:
+        cases.append(_outage(slo, alerts[PAGE], series))
+    if TICKET not in alerts:
+        return None
+    pages = tuple(a for a in slo.alerts if a.key == PAGE)
+    slow = _slow_burn(slo, alerts[TICKET], pages, series)
+    if slow is None:
+        return None
+    history.append(slow[0])
+    return slow[1]
 
 
 def _goodput_cases(
@@ -235,7 +257,8 @@ def _tier_alone(
     )
     checks.append(_tier_holds_at(slo, tier, found.fires, True, "this tier holds"))
     name = f"{slo.name}: the {alert.key} fires through tier {_name(tier)} alone at a {burn}x burn"
-    return _case(name, found.traffic, series, checks)
+    annotated = _annotated(slo, series, found.traffic, found.fires)
+    return _case(name, found.traffic, series, checks, annotated)
 
 
 def _min_traffic(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> list[TestCase]:
@@ -374,16 +397,18 @@ def _outage(slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker) -> TestCase:
         _alert_at(series, alert, resolved - e, "firing", "a short window still holds errors"),
         _alert_at(series, alert, resolved, None, f"short windows clean (recovery {_t(recovered)})"),
     ]
-    return _case(f"{slo.name}: a total outage pages, then resolves", traffic, series, checks)
+    annotated = _annotated(slo, series, traffic, fired)
+    name = f"{slo.name}: a total outage pages, then resolves"
+    return _case(name, traffic, series, checks, annotated)
 
 
 def _slow_burn(
-    slo: ResolvedSLO, ticket: SLOAlert, page: SLOAlert | None, series: SeriesMaker
+    slo: ResolvedSLO, ticket: SLOAlert, pages: tuple[SLOAlert, ...], series: SeriesMaker
 ) -> tuple[TestCase, Tier | None] | None:
     """Clean history as long as the longest ticket window, then a burn that only the ticket
     tier with the lowest factor reacts to (no page tier, no other ticket tier); returns the
     test and that tier when the model shows it fires alone."""
-    burn = _slow_rate(ticket, page)
+    burn = _slow_rate(ticket, tuple(t for page in pages for t in page.tiers))
     if burn is None:
         return None
     e = history_step(slo)
@@ -404,20 +429,21 @@ def _slow_burn(
         checks += _tier_onset(slo, tier, traffic, history, f"holds under a {rate}x burn")
     lowest = min(ticket.tiers, key=lambda t: t.factor)
     isolated = lowest if alone(slo, ticket, lowest, traffic, fired) else None
-    if page is not None:
+    for page in pages:
         checks += [_alert_at(series, page, at, None, "no page") for at in (fired, traffic.end)]
         if any(any(holds_series(slo, t, traffic)) for t in page.tiers):
             raise AssertionError(f"{slo.name}: a page tier holds in the slow burn")
     name = f"{slo.name}: a {rate}x slow burn opens a ticket, no page"
-    return _case(name, traffic, series, checks), isolated
+    annotated = _annotated(slo, series, traffic, fired)
+    return _case(name, traffic, series, checks, annotated), isolated
 
 
-def _slow_rate(ticket: SLOAlert, page: SLOAlert | None) -> Decimal | None:
+def _slow_rate(ticket: SLOAlert, page_tiers: tuple[Tier, ...]) -> Decimal | None:
     """A round burn rate above the lowest ticket factor, below the next ticket factor and
     below the lowest page factor: a slow burn that only one ticket tier notices."""
     factors = sorted({t.factor for t in ticket.tiers})
     low = factors[0] * Fraction(21, 20)
-    caps = [*factors[1:], *(t.factor for t in page.tiers)] if page else factors[1:]
+    caps = [*factors[1:], *(t.factor for t in page_tiers)] if page_tiers else factors[1:]
     target = low * 2 if not caps else min(caps) * Fraction(19, 20)
     if target <= low:
         return None
@@ -564,12 +590,132 @@ def _values_at(
     ]
 
 
-def _case(name: str, traffic: Traffic, series: SeriesMaker, checks: list[ExprCheck]) -> TestCase:
+def _case(
+    name: str, traffic: Traffic, series: SeriesMaker, checks: list[ExprCheck],
+    alert_checks: tuple[AlertCheck, ...] = (),
+) -> TestCase:  # fmt: skip
     return TestCase(
         name=name,
         interval_seconds=traffic.step,
         series=series.series(traffic),
-        alert_checks=(),
+        alert_checks=alert_checks,
         expr_checks=tuple(checks),
         evaluations=len(evaluations(traffic)),
     )
+
+
+def _annotated(
+    slo: ResolvedSLO, series: SeriesMaker, traffic: Traffic, at: Decimal
+) -> tuple[AlertCheck, ...]:
+    """Where the page or ticket has labels or annotations of its own (``alerting.page``,
+    ``alerting.ticket``, a tier's): every burn-rate alert firing at ``at``, with its exact
+    labels and annotations (promtool compares both whole), so each shows on its own alert
+    and on no other. None otherwise (the ``ALERTS`` checks prove the labels)."""
+    if not any(a.labels or a.annotations for a in slo.alerts):
+        return ()
+    firing = [a for a in slo.alerts if at in alert_timeline(slo, a, traffic).firing]
+    expected = tuple(_burn_alert(slo, a, series, traffic, at) for a in firing)
+    names = ", ".join(a.role for a in firing)
+    return (AlertCheck(_t(at), slo.alert_name, expected, f"firing: {names}, each its own"),)
+
+
+def _burn_alert(
+    slo: ResolvedSLO, alert: SLOAlert, series: SeriesMaker, traffic: Traffic, at: Decimal
+) -> ExpectedAlert:
+    """The page or ticket as promtool shows it at ``at``: its labels, and its annotations
+    as Prometheus expands them, the description's numbers from the exact model (the burn
+    rate of the first tier firing, the tiers firing, the budget left and when it runs out)."""
+    labels = {**dict(alert_labels(slo, alert)), **series.group}
+    shown = {"service": slo.service, "slo": slo.name, **series.group}
+    index = int(at / traffic.step)
+    holding = [t for t in alert.tiers if holds_series(slo, t, traffic)[index]]
+    budget = float(units.literal(slo.budget))
+    burn = _ratio_at(slo, traffic, at, holding[0].long) / budget
+    left = 1 - _ratio_at(slo, traffic, at, slo.window) / budget
+    tiers = "".join(f" {describe_tier(t)}" for t in holding)
+    if left > 0:
+        runs_out = gotemplate.humanize_duration(left * float(units.literal(slo.window)) / burn)
+        rest = f", exhausted in {runs_out} at this rate"
+    else:
+        rest = " (exhausted)"
+    description = (
+        f"Burn rate {burn:.3g}× the sustainable rate (long window of the first tier firing). "
+        f"Tiers firing:{tiers}. Error budget left: {gotemplate.humanize_percentage(left)}{rest}."
+    )
+    annotations = []
+    for key, text in alert_annotations(slo, alert):
+        if key == "description":  # literal text: the goodput note is escaped
+            text = description + goodput_note(slo)
+        annotations.append((key, gotemplate.expand(text, shown, burn)))
+    annotations += sorted(alert.annotations)
+    return ExpectedAlert(tuple(sorted(labels.items())), tuple(annotations))
+
+
+def _ratio_at(slo: ResolvedSLO, traffic: Traffic, at: Decimal, window: Decimal) -> float:
+    found = window_ratio(traffic, at, window)
+    if found is None:
+        raise AssertionError(f"{slo.name}: no traffic in the {window_name(window)} window")
+    return found
+
+
+def _absent(slo: ResolvedSLO, series: SeriesMaker) -> TestCase:
+    """``alerting.absent``: no series of the SLI's total at first, then its series, then a
+    stale marker ends them (a target gone). The absent alert fires exactly ``for`` after the
+    start and after the stale marker (pending one evaluation earlier), stays silent while the
+    series exist, and fires with its exact labels and annotations.
+
+    Stepped at the group's interval, or at the history step when ``for`` is longer than
+    ``ABSENT_STEPS`` of it."""
+    absent = slo.absent
+    assert absent is not None
+    e = slo.evaluation
+    if _steps(e, absent.for_seconds) > ABSENT_STEPS:
+        e = history_step(slo)
+    wait = _steps(e, absent.for_seconds)
+    before, present = wait + 2, 3
+    traffic = Traffic.of(e, [Phase(present, _scale(slo, e), 0)], grain_of(slo, e))
+    inputs = tuple(
+        replace(s, values=f"_x{before} {s.values} stale") for s in series.series(traffic)
+    )
+    gone = e * (before + present + 1)  # the stale marker's sample
+    checks: list[ExprCheck] = []
+    for start, why in ((Decimal(0), "no series yet"), (gone, "the series ended (stale)")):
+        fires = start + e * wait
+        if wait:
+            checks.append(_absent_at(series, fires - e, "pending", f"{why}: pending"))
+        checks.append(_absent_at(series, fires, "firing", f"{why}: fires after for"))
+        if start == 0:
+            checks += [
+                _absent_at(series, e * before, None, "the series appear: silent"),
+                _absent_at(series, e * (before + present), None, "the series exist: silent"),
+            ]
+    fired = gone + e * wait
+    expected = ExpectedAlert(series.absent_alert_labels(), _absent_annotations(slo))
+    check = AlertCheck(_t(fired), absent.name, (expected,), "exact labels and annotations")
+    name = (
+        f"{slo.name}: the absent alert fires {_t(absent.for_seconds)} after the SLI's series "
+        "are missing, and is silent while they exist"
+    )
+    return TestCase(
+        name=name,
+        interval_seconds=e,
+        series=inputs,
+        alert_checks=(check,),
+        expr_checks=tuple(checks),
+        evaluations=int(fired / e) + 1,
+    )
+
+
+def _absent_at(series: SeriesMaker, at: Decimal, state: str | None, why: str) -> ExprCheck:
+    """``ALERTS`` of the absent alert at ``at``: exactly one series in ``state``, or none."""
+    samples = () if state is None else ((series.absent_alert_series(state), "1"),)
+    return ExprCheck(_t(at), series.absent_query(), samples, why)
+
+
+def _absent_annotations(slo: ResolvedSLO) -> tuple[tuple[str, str], ...]:
+    """The absent alert's annotations as Prometheus shows them: rulegen's literal text, and
+    the user's own exactly as written."""
+    absent = slo.absent
+    assert absent is not None
+    own = tuple((k, gotemplate.expand(v, {}, 1.0)) for k, v in absent_annotations(slo))
+    return own + tuple(sorted(absent.annotations))

@@ -175,19 +175,25 @@ class SLISpec(SpecBase):
 
 
 class PageSwitch(SpecBase):
-    """The page alert of an SLO: its severity and whether it exists."""
+    """The page alert of an SLO: its severity, whether it exists, and labels and annotations
+    of its own (over ``alerting.labels``; docs/slos.md#alerting)."""
 
     # default: the first paging severity of the declaration (critical)
     severity: Severity = None
     enabled: bool = True
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
 
 
 class TicketSwitch(SpecBase):
-    """The ticket alert of an SLO: its severity and whether it exists."""
+    """The ticket alert of an SLO: its severity, whether it exists, and labels and
+    annotations of its own (over ``alerting.labels``)."""
 
     # default: the first severity of the declaration that does not page (warning)
     severity: Severity = None
     enabled: bool = True
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
 
 
 class SLOFor(SpecBase):
@@ -195,6 +201,19 @@ class SLOFor(SpecBase):
 
     page: Duration = "0s"
     ticket: Duration = "0s"
+
+
+class AbsentAlertSpec(SpecBase):
+    """An alert while the SLI has no data (no series of its total) for ``for``: the burn-rate
+    alerts see no events then and cannot fire (docs/slos.md#absent)."""
+
+    # default: the SLO's alerting.name + "Absent"
+    name: str | None = Field(default=None, pattern=ALERT_NAME)
+    for_: Duration = Field(default="10m", alias="for")
+    # default: the page's severity
+    severity: Severity = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
 
 
 class SLOAlerting(SpecBase):
@@ -206,6 +225,7 @@ class SLOAlerting(SpecBase):
     min_traffic: Scalar = None
     for_: SLOFor = Field(default=SLOFor(), alias="for")
     labels: dict[str, str] = {}
+    absent: AbsentAlertSpec | None = None
 
 
 class TierSpec(SpecBase):
@@ -215,6 +235,10 @@ class TierSpec(SpecBase):
     short: Duration
     budget: Scalar
     alert: Literal["page", "ticket"]
+    # labels or annotations of this tier alone: it becomes an alert rule of its own (the
+    # same name and severity), over its alert's (docs/slos.md#labels-per-tier)
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
 
 
 class SLOSpec(SpecBase):

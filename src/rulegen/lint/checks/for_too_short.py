@@ -8,9 +8,9 @@ from rulegen.lint.check import Check, Scope, fmt
 
 
 def run(scope: Scope) -> None:
-    """A ``for`` (of an alert, a diagnosis, or an SLO's page or ticket) above 0 and shorter
-    than two evaluation intervals: Prometheus checks ``for`` only at evaluations, so the
-    spec's number is not what runs, and the wait is too short to hold back the flapping a
+    """A ``for`` (of an alert, a diagnosis, an SLO's page, ticket or absent alert) above 0 and
+    shorter than two evaluation intervals: Prometheus checks ``for`` only at evaluations, so
+    the spec's number is not what runs, and the wait is too short to hold back the flapping a
     ``for`` is written for."""
     spec = scope.spec
     interval = spec.evaluation_interval
@@ -19,7 +19,12 @@ def run(scope: Scope) -> None:
     entries += [
         (slo.origin.path.child("alerting"), f"SLO {slo.name} {alert.key}", alert.for_seconds)
         for slo in spec.slos
-        for alert in slo.alerts
+        for alert in {a.key: a for a in slo.alerts}.values()  # a tier's own rule: same for
+    ]
+    entries += [
+        (scope.field(s.absent.origin.path, "for"), f"SLO {s.name} absent", s.absent.for_seconds)
+        for s in spec.slos
+        if s.absent is not None
     ]
     for path, name, seconds in entries:
         if 0 < seconds < 2 * interval:
