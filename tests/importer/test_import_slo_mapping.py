@@ -274,9 +274,9 @@ def test_openslo_examples_are_refused_with_their_reasons_and_sloths_maps() -> No
         [*sorted(OPENSLO.glob("*.yaml")), SLOTH / "examples" / "openslo-getting-started.yml"],
     )
     assert notes(result, "refused") == [
-        "openslo/occurences-slo.yaml:16: spec.indicator.spec.thresholdMetric: a threshold on "
-        "one query's value: rulegen's SLIs count good and bad events (a ratio of counters, or "
-        "a histogram's bucket)",
+        # a threshold SLI maps (below), but this example's source is "Any", not Prometheus
+        "openslo/occurences-slo.yaml:17: spec.indicator.spec.thresholdMetric.metricSource: "
+        "metric source 'Any': only Prometheus queries map",
         "openslo/occurences-slo.yaml:25: spec.objectives[0]: SLO search-slo not imported: its "
         "SLI does not map",
         "openslo/ratio-timeslices.yaml:29: spec.budgetingMethod: RatioTimeslices: the SLI is "
@@ -697,5 +697,30 @@ def test_pyrra_latency_native_is_a_native_latency_sli(tmp_path: Path) -> None:
         "histogram": "native", "matchers": 'job="pyrra",code="ok"',
     }}  # fmt: skip
     assert slo["group_by"] == ["method"]
+    (tmp_path / "out").mkdir()
+    assert any(".slo." in name for name in builds(result, tmp_path / "out"))
+
+
+def test_openslo_threshold_metric_is_an_events_sli_of_samples(tmp_path: Path) -> None:
+    source = (OPENSLO / "occurences-slo.yaml").read_text()
+    # OpenSLO's own example, with a Prometheus query where it says "Any"
+    source = (
+        source.replace("type: Any", "type: Prometheus")
+        .replace(
+            "query: Any",
+            "query: histogram_quantile(0.99, sum by (le) (rate(search_seconds_bucket[5m])))",
+        )
+        .replace("value: 500", "value: 0.5")
+    )
+    (tmp_path / "src").mkdir()
+    result = run(openslo, [write(tmp_path / "src", "search.yaml", source)])
+    assert notes(result, "refused") == []
+    (slo,) = result.services[0].document["slos"]
+    bad = "((histogram_quantile(0.99, sum by (le) (rate(search_seconds_bucket[5m])))) >= bool 0.5)"
+    assert slo["sli"] == {"events": {
+        "errors": f"sum(sum_over_time({bad}[{{{{.window}}}}:1m]))",
+        "total": f"sum(count_over_time({bad}[{{{{.window}}}}:1m]))",
+    }}  # fmt: skip
+    assert any("a threshold (lt 0.5)" in n for n in notes(result, "adapted"))
     (tmp_path / "out").mkdir()
     assert any(".slo." in name for name in builds(result, tmp_path / "out"))

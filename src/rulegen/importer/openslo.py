@@ -219,14 +219,15 @@ def _objective(
     if mapped is None:
         src.refuse(where, f"SLO {name} not imported: its SLI does not map")
         return
-    if spec.get("budgetingMethod") == "Timeslices":
-        mapped = _timeslices(src, entry, where, mapped)
-        if mapped is None:
-            src.refuse(where, f"SLO {name} not imported: its time slices do not map")
-            return
-    for key in ("op", "value"):
-        if key in entry:
-            src.refuse((*where, key), "a threshold of a ratio SLO: OpenSLO ignores it too")
+    budgeted = _budgeted(src, spec, entry, where, mapped)
+    if budgeted is None:
+        src.refuse(where, f"SLO {name} not imported: its threshold or time slices do not map")
+        return
+    if THRESHOLD not in mapped.sli:
+        for key in ("op", "value"):
+            if key in entry:
+                src.refuse((*where, key), "a threshold of a ratio SLO: OpenSLO ignores it too")
+    mapped = budgeted
     out: dict[str, Any] = {"name": name, "objective": objective,
                            "window": common.duration_text(period)}  # fmt: skip
     comments: dict[FieldPath, str] = {("objective",): f"OpenSLO: {shown}"}
@@ -235,6 +236,25 @@ def _objective(
         out["description"] = description
     _fill(src, spec, where, period, objective, mapped, out, comments)
     services.add_slo(service, src, out, comments, where)
+
+
+def _budgeted(
+    src: Source, spec: dict[str, Any], entry: dict[str, Any], where: FieldPath,
+    mapped: common.SLIMapping,
+) -> common.SLIMapping | None:  # fmt: skip
+    """The objective's SLI as budgeted: a threshold's events (its value every slice, or every
+    minute for Occurrences), Timeslices' slices of a ratio, or the ratio itself."""
+    timeslices = spec.get("budgetingMethod") == "Timeslices"
+    if THRESHOLD in mapped.sli:
+        raw = entry.get("timeSliceWindow") if timeslices else "1m"
+        seconds = common.window_seconds(raw) if isinstance(raw, str) else None
+        if seconds is None:
+            src.refuse((*where, "timeSliceWindow"), "must be a duration like 1m (Timeslices)")
+            return None
+        return _threshold_objective(src, entry, where, mapped, common.duration_text(seconds))
+    if timeslices:
+        return _timeslices(src, entry, where, mapped)
+    return mapped
 
 
 def _timeslices(
@@ -310,17 +330,47 @@ def _fill(
 
 def _sli(src: Source, body: dict[str, Any], where: FieldPath, v1: bool) -> common.SLIMapping | None:
     if "thresholdMetric" in body:
-        src.refuse(
-            (*where, "thresholdMetric"),
-            "a threshold on one query's value: rulegen's SLIs count good and bad events "
-            "(a ratio of counters, or a histogram's bucket)",
-        )
-        return None
+        return _threshold_metric(src, body["thresholdMetric"], (*where, "thresholdMetric"), v1)
     key = "ratioMetric" if v1 else "ratioMetrics"
     if key not in body:
         src.refuse(where, f"needs {key}: no SLI rulegen can read")
         return None
     return _ratio(src, body[key], (*where, key), v1)
+
+
+def _threshold_metric(
+    src: Source, body: object, where: FieldPath, v1: bool
+) -> common.SLIMapping | None:
+    """A threshold on one query's value: its query, for each objective's ``op`` and ``value``
+    to make an events SLI of (``_threshold_objective``)."""
+    if not isinstance(body, dict):
+        src.refuse(where, "must be a mapping")
+        return None
+    query = _prometheus_query(src, body, where, v1)
+    if query is None:
+        return None
+    return common.SLIMapping({THRESHOLD: query}, (), "")
+
+
+THRESHOLD = "threshold_query"  # an SLIMapping's SLI that still needs an objective's op and value
+
+
+def _threshold_objective(
+    src: Source, entry: dict[str, Any], where: FieldPath, mapped: common.SLIMapping,
+    timeslice: str,
+) -> common.SLIMapping | None:  # fmt: skip
+    """The threshold query sampled every ``timeslice`` (an event each series and sample), an
+    event bad when the value fails ``op value``: an events SLI of subqueries."""
+    op, value = entry.get("op"), common.decimal_of(entry.get("value"))
+    if op not in common.THRESHOLD_OPS or value is None:
+        src.refuse((*where, "op"), "a threshold SLI needs op (lt, lte, gt, gte) and a value")
+        return None
+    found = common.threshold_sli(str(mapped.sli[THRESHOLD]), str(op), value, timeslice)
+    if isinstance(found, str):
+        src.refuse(where, found)
+        return None
+    src.adapt((*where, "op"), found.note)
+    return found
 
 
 def _ratio(src: Source, body: object, where: FieldPath, v1: bool) -> common.SLIMapping | None:
@@ -370,12 +420,8 @@ def _queries(
     return queries
 
 
-def _query(
-    src: Source, body: object, where: FieldPath, v1: bool, counter: bool
-) -> common.Events | None:
-    if not isinstance(body, dict):
-        src.refuse(where, "must be a mapping")
-        return None
+def _prometheus_query(src: Source, body: dict[str, Any], where: FieldPath, v1: bool) -> str | None:
+    """A metric's Prometheus query (v1: ``metricSource``; v1alpha: ``source``/``query``)."""
     if v1:
         source = body.get("metricSource")
         kind = source.get("type") if isinstance(source, dict) else None
@@ -390,6 +436,19 @@ def _query(
     if not isinstance(query, str) or not query.strip():
         src.refuse(here, "needs a query")
         return None
+    return query
+
+
+def _query(
+    src: Source, body: object, where: FieldPath, v1: bool, counter: bool
+) -> common.Events | None:
+    if not isinstance(body, dict):
+        src.refuse(where, "must be a mapping")
+        return None
+    query = _prometheus_query(src, body, where, v1)
+    if query is None:
+        return None
+    here = (*where, "metricSource") if v1 else where
     plain = "{{" not in query and counter
     parsed = common.counter_query(query) if plain else common.events(query)
     if isinstance(parsed, str):

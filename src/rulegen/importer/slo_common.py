@@ -558,6 +558,33 @@ def timeslice_sli(mapped: SLIMapping, target: Decimal, timeslice: str) -> SLIMap
     return SLIMapping(sli, mapped.group_by, note)
 
 
+THRESHOLD_OPS = {"lt": ">=", "lte": ">", "gt": "<=", "gte": "<"}
+"""OpenSLO's threshold operators, each with the comparison that makes a value bad."""
+
+
+def threshold_sli(query: str, op: str, value: Decimal, step: str) -> SLIMapping | str:
+    """A threshold on one query's value (OpenSLO ``thresholdMetric``) as events: the query
+    sampled every ``step`` by subqueries, each series' sample an event, bad when it fails
+    ``op value`` (a sample without a value, a NaN, is good: no comparison holds for it)."""
+    if PLACEHOLDER.search(query):
+        return "a threshold query has no window of its own to take {{.window}}"
+    problem = promql.check_syntax(query)
+    if problem is not None:
+        return f"is not PromQL: {problem}"
+    if promql.result_type(query) != "vector":
+        return "a threshold query must return an instant vector"
+    bad = f"({query}) {THRESHOLD_OPS[op]} bool {value.normalize()}"
+    window = "{{.window}}"
+    sli = {"events": {"errors": f"sum(sum_over_time(({bad})[{window}:{step}]))",
+                      "total": f"sum(count_over_time(({bad})[{window}:{step}]))"}}  # fmt: skip
+    note = (
+        f"a threshold ({op} {value.normalize()}): each series' value every {step} is an event, "
+        "bad when it fails the threshold (an events SLI, no generated test until "
+        "sli.events.test is given)"
+    )
+    return SLIMapping(sli, (), note)
+
+
 def _outer_by(query: str) -> tuple[str, ...]:
     """The ``by`` labels of the outermost aggregation (through ``or``, ``+``… on its left)."""
     node = promql_parser.parse(query)
