@@ -93,14 +93,20 @@ def test_sloth_labels_and_annotations_of_one_alert_are_that_alerts_own(tmp_path:
         "name": "CheckoutBurn",
         "page": {
             "labels": {"pager": "oncall"},
-            # the page's own annotation over the one of both alerts
-            "annotations": {"dashboard": "https://grafana.example.com/d/checkout-page"},
+            # the page's own annotation over the one of both alerts; the source's summary and
+            # description kept beside rulegen's
+            "annotations": {
+                "dashboard": "https://grafana.example.com/d/checkout-page",
+                "source_description": "mine",
+                "source_summary": "mine",
+            },
         },
         "ticket": {
             "labels": {"queue": "shop"},
             "annotations": {
                 "dashboard": "https://grafana.example.com/d/checkout",
                 "playbook": "open a ticket",
+                "source_summary": "mine",
             },
         },
         "labels": {"team": "shop"},
@@ -111,8 +117,6 @@ def test_sloth_labels_and_annotations_of_one_alert_are_that_alerts_own(tmp_path:
         "Sloth's ticket alert labels and annotations: the ticket's own"
     )
     assert _notes(result, "refused", name) == [
-        ":15: slos[0].alerting.annotations.summary: rulegen writes its own summary on the "
-        "alerts; left out",
         ":17: slos[0].alerting.page_alert.labels.slo: rulegen sets slo on the page itself; "
         "left out",
         ":17: slos[0].alerting.page_alert.labels.region: rulegen sets region on the page "
@@ -121,8 +125,6 @@ def test_sloth_labels_and_annotations_of_one_alert_are_that_alerts_own(tmp_path:
         "drops the label); left out",
         ":20: slos[0].alerting.page_alert.annotations.hint: a Go template: rulegen writes an "
         "alert's own annotations as literal text; left out",
-        ":21: slos[0].alerting.page_alert.annotations.description: rulegen writes its own "
-        "description on the page; left out",
         ":22: slos[0].alerting.page_alert.annotations.count: an annotation is a string (got "
         "3); left out",
     ]
@@ -206,15 +208,24 @@ def _seconds(text: str) -> int:
 
 def test_an_invalid_absent_name_or_severity_is_refused_at_its_line(tmp_path: Path) -> None:
     result, name = _import(
-        pyrra, tmp_path, "slo.yaml", _pyrra("{absentName: 'no good', severities: {absent: page}}")
-    )
+        pyrra, tmp_path, "slo.yaml",
+        _pyrra("{absentName: 'no good', severities: {absent: 'no good'}}"),
+    )  # fmt: skip
     assert _notes(result, "refused", name) == [
         ":11: spec.alerting.absentName: not a Prometheus alert name; SLOMetricAbsent used",
-        ":11: spec.alerting.severities.absent: severity 'page': rulegen's severities are "
-        "critical, warning and info; the absent alert keeps the page's (critical)",
+        ":11: spec.alerting.severities.absent: severity 'no good' is not a name rulegen can "
+        "declare ([A-Za-z0-9][A-Za-z0-9_.-]*); rulegen's default is kept",
     ]
     absent = result.services[0].document["slos"][0]["alerting"]["absent"]
     assert absent == {"name": "SLOMetricAbsent", "for": "10m"}
+
+
+def test_a_pyrra_severity_of_its_own_is_declared(tmp_path: Path) -> None:
+    result, name = _import(pyrra, tmp_path, "slo.yaml", _pyrra("{severities: {absent: page}}"))
+    assert _notes(result, "refused", name) == []
+    document = result.services[0].document
+    assert document["severities"] == ["critical", "warning", "info", "page"]
+    assert document["slos"][0]["alerting"]["absent"]["severity"] == "page"
 
 
 def test_import_pyrra_exits_0_where_the_absent_alert_was_its_only_refusal(

@@ -59,6 +59,8 @@ def test_sloth_getting_started_maps_its_sli_objective_and_alerting() -> None:
         "version": 1,
         "service": "myservice",
         "labels": {"owner": "myteam", "repo": "myorg/myservice", "tier": "2"},
+        # Sloth's own severities, declared after rulegen's (issue 31)
+        "severities": ["critical", "warning", "info", "pageteam", "slack"],
         "slos": [
             {
                 "name": "requests-availability",
@@ -76,8 +78,16 @@ def test_sloth_getting_started_maps_its_sli_objective_and_alerting() -> None:
                 "alerting": {
                     "name": "MyServiceHighErrorRate",
                     # a label of one alert alone is that alert's own (issue 31)
-                    "page": {"labels": {"routing_key": "myteam"}},
-                    "ticket": {"labels": {"slack_channel": "#alerts-myteam"}},
+                    "page": {
+                        "severity": "pageteam",
+                        "labels": {"routing_key": "myteam"},
+                        "annotations": {"source_summary": SLOTH_SUMMARY},
+                    },
+                    "ticket": {
+                        "severity": "slack",
+                        "labels": {"slack_channel": "#alerts-myteam"},
+                        "annotations": {"source_summary": SLOTH_SUMMARY},
+                    },
                     "labels": {"category": "availability"},
                 },
             }
@@ -92,16 +102,22 @@ def test_sloth_getting_started_maps_its_sli_objective_and_alerting() -> None:
     assert result.imported == [
         "myservice/requests-availability (sloth/examples/getting-started.yml:9)"
     ]
-    assert notes(result, "refused") == [
+    # Sloth's own example imports with nothing refused (issue 31): its severities declared,
+    # its summary kept beside rulegen's
+    assert notes(result, "refused") == []
+    adapted = notes(result, "adapted")
+    assert (
         "sloth/examples/getting-started.yml:22: slos[0].alerting.annotations.summary: rulegen "
-        "writes its own summary on the alerts; left out",
+        "writes its own summary on the alerts; the source's is kept as source_summary"
+    ) in adapted
+    assert (
         "sloth/examples/getting-started.yml:25: slos[0].alerting.page_alert.labels.severity: "
-        "severity 'pageteam': rulegen's severities are critical, warning and info; the page "
-        "keeps critical",
-        "sloth/examples/getting-started.yml:29: slos[0].alerting.ticket_alert.labels.severity: "
-        "severity 'slack': rulegen's severities are critical, warning and info; the ticket "
-        "keeps warning",
-    ]
+        "severity 'pageteam' is not one of rulegen's default severities (critical, warning, "
+        "info); the spec declares it in `severities:`, after them (docs/migrating.md#severities)"
+    ) in adapted
+
+
+SLOTH_SUMMARY = "High error rate on 'myservice' requests responses"
 
 
 def test_sloth_apiserver_latency_idiom_becomes_a_latency_sli() -> None:

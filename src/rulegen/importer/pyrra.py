@@ -17,7 +17,7 @@ the events, its zeros the errors) with its own test series. Refused: anything un
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -145,16 +145,21 @@ def _slo(
     if mapped.group_by:
         out["group_by"] = list(mapped.group_by)
         comments[("group_by",)] = "Pyrra's grouping: one SLO per value"
-    _alerts(src, spec, base, labels, period, objective, out, comments)
+
+    def severity_of(value: str, at: FieldPath) -> str | None:
+        return services.severity(service, src, value, at)
+
+    _alerts(src, spec, base, labels, period, objective, out, comments, severity_of)
     services.add_slo(service, src, out, comments, ("metadata", "name"))
 
 
 def _alerts(
     src: Source, spec: dict[str, Any], base: FieldPath, labels: dict[str, str],
     period: Fraction, objective: str, out: dict[str, Any], comments: dict[FieldPath, str],
+    severity_of: Callable[[str, FieldPath], str | None],
 ) -> None:  # fmt: skip
     """``alerting`` and ``tiers``: Pyrra's windows, exactly, as rulegen tiers."""
-    alerting, fors = _alerting(src, spec, base, labels)
+    alerting, fors = _alerting(src, spec, base, labels, severity_of)
     burns = [
         Burn(alert, long, short, factor * long / period, for_)
         for alert, for_, long, short, factor in pyrra_windows(period)
@@ -364,8 +369,9 @@ def _events_indicator(
 
 
 def _alerting(
-    src: Source, spec: dict[str, Any], base: FieldPath, labels: dict[str, str]
-) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    src: Source, spec: dict[str, Any], base: FieldPath, labels: dict[str, str],
+    severity_of: Callable[[str, FieldPath], str | None],
+) -> tuple[dict[str, Any] | None, dict[str, str]]:  # fmt: skip
     where = (*base, "alerting")
     alerting = src.mapping(spec, base, "alerting") or {}
     known = ("name", "disabled", "burnrates", "absent", "absentName", "severities")
@@ -388,13 +394,15 @@ def _alerting(
             continue
         default = "critical" if alert == "page" else "warning"
         chosen = {str(severities.get(k, default)) for k in keys}
-        if len(chosen) == 1 and next(iter(chosen)) in common.SEVERITIES:
-            switches[alert]["severity"] = next(iter(chosen))
+        if len(chosen) == 1:
+            value = severity_of(next(iter(chosen)), (*where, "severities"))
+            if value is not None:
+                switches[alert]["severity"] = value
         else:
             src.refuse(
                 (*where, "severities"),
                 f"the {alert} windows' severities {sorted(chosen)}: rulegen's {alert} has one "
-                "severity, critical, warning or info",
+                "severity",
             )
     if disabled:
         switches["page"]["enabled"] = False
@@ -411,7 +419,8 @@ def _alerting(
         if windows
     }
     fors = {k: v for k, v in fors.items() if v != "0s"}
-    absent = _absent(src, spec, alerting, where, switches["page"].get("severity", "critical"))
+    absent = _absent(src, spec, alerting, where, switches["page"].get("severity", "critical"),
+                     severity_of)  # fmt: skip
     block = common.alerting_block(
         name, switches["page"], switches["ticket"], extra, fors or None, absent
     )
@@ -419,8 +428,9 @@ def _alerting(
 
 
 def _absent(
-    src: Source, spec: dict[str, Any], alerting: dict[str, Any], where: FieldPath, page: str
-) -> dict[str, Any] | None:
+    src: Source, spec: dict[str, Any], alerting: dict[str, Any], where: FieldPath, page: str,
+    severity_of: Callable[[str, FieldPath], str | None],
+) -> dict[str, Any] | None:  # fmt: skip
     """Pyrra's absent alert (on by default, whatever ``disabled``/``burnrates`` say: Pyrra
     writes it with the recordings) as ``alerting.absent``: its name (``absentName``, Pyrra's
     ``SLOMetricAbsent``), severity (``severities.absent``, critical) and ``for``."""
@@ -435,14 +445,9 @@ def _absent(
         name = None
     out: dict[str, Any] = {"name": name or _ABSENT_NAME}
     out["for"] = common.duration_text(pyrra_absent_for(Fraction(window), target))
-    severity = str((alerting.get("severities") or {}).get("absent", "critical"))
-    if severity not in common.SEVERITIES:
-        src.refuse(
-            (*where, "severities", "absent"),
-            f"severity {severity!r}: rulegen's severities are critical, warning and info; the "
-            f"absent alert keeps the page's ({page})",
-        )
-    elif severity != page:
+    raw = str((alerting.get("severities") or {}).get("absent", "critical"))
+    severity = severity_of(raw, (*where, "severities", "absent")) or page
+    if severity != page:
         out["severity"] = severity
     _absent_errors_note(src, spec, where)
     return out

@@ -30,6 +30,8 @@ from rulegen.slo.model import Selector
 from rulegen.slo.resolve import DEFAULT_TIERS, RESERVED_GROUP_BY, subset_problem
 from rulegen.source.base import ALERT_NAME
 from rulegen.source.loader import LoadedDocument, LoadError, display, load_text, read_source
+from rulegen.source.severities import NAME as SEVERITY_NAME
+from rulegen.source.severities import NAME_TEXT as SEVERITY_TEXT
 
 MAX_DOCUMENTS = 200
 """Documents (``---``) read from one file; a file of thousands of tiny documents is refused."""
@@ -742,6 +744,8 @@ class _Service:
     slos: list[dict[str, Any]] = field(default_factory=list)
     comments: dict[FieldPath, str] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    # severities outside rulegen's default ones, in the order met, with where each was met
+    severities: dict[str, str] = field(default_factory=dict)
 
 
 class Services:
@@ -812,6 +816,24 @@ class Services:
             spec.comments[("slos", index, *key)] = text
         self.result.imported.append(f"{service}/{slo['name']} ({src.where(path)})")
 
+    def severity(self, service: str, src: Source, value: str, path: FieldPath) -> str | None:
+        """A severity of the source: one of rulegen's default ones, or another name, which
+        the spec then declares in ``severities:`` after them (noted, as ``import prometheus``
+        does); ``None`` (refused) for one that is no name a declaration takes."""
+        if value in SEVERITIES:
+            return value
+        if not SEVERITY_NAME.match(value):
+            src.refuse(path, f"severity {value!r} is not a name rulegen can declare "
+                       f"({SEVERITY_TEXT}); rulegen's default is kept")  # fmt: skip
+            return None
+        spec = self._get(service, src)
+        if value not in spec.severities:
+            spec.severities[value] = src.where(path)
+            src.adapt(path, f"severity {value!r} is not one of rulegen's default severities "
+                      f"({', '.join(SEVERITIES)}); the spec declares it in `severities:`, after "
+                      "them (docs/migrating.md#severities)")  # fmt: skip
+        return value
+
     def finish(self) -> None:
         """Append one ``ImportedService`` per service that has an SLO."""
         for service in self._services.values():
@@ -821,6 +843,15 @@ class Services:
             for key in ("labels", "runbook_url", "targets"):
                 if key in service.top:
                     document[key] = service.top[key]
+            if service.severities:
+                document["severities"] = [*SEVERITIES, *service.severities]
+                first = ", ".join(f"{name} ({at})" for name, at in service.severities.items())
+                service.comments[("severities",)] = (
+                    f"severities: rulegen's default ones, then the source's: {first}.\n"
+                    "Most severe first; the first pages ({name: X, pages: true} for another). "
+                    "Move the list\ninto the defaults file your specs extend to share it "
+                    "(docs/migrating.md#severities)"
+                )
             document["slos"] = service.slos
             self.result.services.append(
                 ImportedService(service.name, document, service.comments, service.sources)
@@ -912,7 +943,11 @@ def own_annotations(
     out: dict[str, str] = {}
     for name, value in annotations.items():
         here = (*where, name)
-        if name in OWN_ANNOTATIONS:
+        if name in OWN_ANNOTATIONS and isinstance(value, str) and "{{" not in value:
+            out[f"source_{name}"] = value
+            src.adapt(here, f"rulegen writes its own {name} on the {whose}; the source's is "
+                      f"kept as source_{name}")  # fmt: skip
+        elif name in OWN_ANNOTATIONS:
             src.refuse(here, f"rulegen writes its own {name} on the {whose}; left out")
         elif not isinstance(name, str) or not promql.LABEL_NAME.match(name):
             src.refuse(here, f"{name!r} is not an annotation name Prometheus takes; left out")

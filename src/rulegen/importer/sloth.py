@@ -14,7 +14,7 @@ the Workbook's, and so are rulegen's defaults). Everything else is refused with 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -292,7 +292,10 @@ def _alerting(
     switches: dict[str, dict[str, Any]] = {}
     for kind in ("page", "ticket"):
         key = names[f"{kind}_alert"]
-        switches[kind] = _switch(src, alerting, where, key, kind, group_by, shared)
+        switches[kind] = _switch(
+            src, alerting, where, key, kind, group_by, shared,
+            lambda value, at: services.severity(service, src, value, at),
+        )  # fmt: skip
     enabled = [k for k in ("page", "ticket") if switches[k].get("enabled", True)]
     if enabled and name is None:
         src.adapt(where, "no alerting.name: rulegen's default ErrorBudgetBurn")
@@ -333,6 +336,7 @@ def _annotations(
 def _switch(
     src: Source, alerting: dict[str, Any], where: FieldPath, key: str, kind: str,
     group_by: tuple[str, ...], shared: dict[str, str],
+    severity_of: Callable[[str, FieldPath], str | None],
 ) -> dict[str, Any]:  # fmt: skip
     """The page (or ticket): disabled, its severity, and its own labels and annotations
     (``alerting.<kind>.labels``/``annotations``, over those of both alerts)."""
@@ -345,14 +349,9 @@ def _switch(
     labels = src.labels(block, here, "labels")
     severity = labels.pop("severity", None)
     if severity is not None:
-        if severity in common.SEVERITIES:
-            out["severity"] = severity
-        else:
-            src.refuse(
-                (*here, "labels", "severity"),
-                f"severity {severity!r}: rulegen's severities are critical, warning and info; "
-                f"the {kind} keeps {'critical' if kind == 'page' else 'warning'}",
-            )
+        chosen = severity_of(severity, (*here, "labels", "severity"))
+        if chosen is not None:
+            out["severity"] = chosen
     own = common.own_labels(src, labels, (*here, "labels"), group_by, kind)
     notes = src.mapping(block, here, "annotations") or {}
     merged = {**shared, **common.own_annotations(src, notes, (*here, "annotations"), kind)}
