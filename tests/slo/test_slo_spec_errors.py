@@ -717,12 +717,12 @@ CASES: list[Case] = [
                 objective: 99%
                 sli:
                   raw:
-                    error_ratio: '1 - avg_over_time((up == 1)[{{.window}}:])'
+                    error_ratio: '1 - avg_over_time((up == 1)[{{.window}}:1s])'
                     test: {good: {'up{job="a"}': 1}, bad: {'up{job="a"}': 0}}
             """,
         stderr=spec_errors(
-            "specs/web.yaml:4:5: slos[0]: no test can be built: its query's subquery over 30d "
-            "evaluates 86,400 points, beyond the 10,000 promtool's unit tests let one query load: "
+            "specs/web.yaml:4:5: slos[0]: no test can be built: its query's subquery over 6h "
+            "evaluates 21,600 points, beyond the 10,000 promtool's unit tests let one query load: "
             "give the subquery a resolution ([{{.window}}:5m]) or leave out sli.*.test (no "
             "generated test)"
         ),

@@ -22,7 +22,7 @@ from rulegen import units
 from rulegen.core import promql
 from rulegen.generated import ExprCheck, InputSeries, TestCase
 from rulegen.slo.model import EventsSLI, RawSLI, ResolvedSLO, SLOAlert, TestSeries
-from rulegen.slo.rules import BUDGET_LEFT, RATIO, current_window, ratio_windows, window_name
+from rulegen.slo.rules import BUDGET_LEFT, RATIO, current_window, expression_windows, window_name
 from rulegen.slo.series import SLOTestError
 
 
@@ -73,7 +73,7 @@ def _check_points(slo: ResolvedSLO, sli: EventsSLI | RawSLI) -> None:
     """promtool's unit tests cap a query's samples (``PROMTOOL_MAX_SAMPLES``): a subquery
     with more points fails every evaluation of its rule there, so no test could run."""
     queries = (sli.error_ratio,) if isinstance(sli, RawSLI) else (sli.part, sli.total)
-    for window in ratio_windows(slo):
+    for window in expression_windows(slo):
         for query in queries:
             points = promql.subquery_points(query.at(window_name(window)), float(slo.evaluation))
             if points > promql.PROMTOOL_MAX_SAMPLES:

@@ -97,7 +97,7 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
                 )
                 rules.append(RecordingRule(metric + window_name(window), expr, own, slo.origin))
         rules.extend(_coverage(slo, plan, own))
-    for window in ratio_windows(slo) if not isinstance(slo.sli, RawSLI) else ():
+    for window in ratio_windows(slo) if not isinstance(slo.sli, EventsSLI | RawSLI) else ():
         name = window_name(window)
         expr = f"{own_selector(slo, ERRORS + name)}\n/\n({own_selector(slo, TOTAL + name)} > 0)"
         rules.append(RecordingRule(RATIO + name, expr, own, slo.origin))
@@ -120,12 +120,17 @@ def slo_group(slo: ResolvedSLO) -> RuleGroup:
 def _expression_recordings(
     slo: ResolvedSLO, sli: EventsSLI | RawSLI, own: tuple[tuple[str, str], ...]
 ) -> list[RecordingRule]:
-    """An expression SLI's query rendered once per window the rules read (no cascade: its
+    """An expression SLI's query rendered once per window the alerts read (no cascade: its
     sums hold for counters only), summed per ``group_by`` so that the recordings carry the
-    SLO's labels alone, as every SLI's do. Events: the total and the errors (total − good,
-    or the errors query, none being zero errors); raw: the error ratio itself."""
+    SLO's labels alone, as every SLI's do. Events: the total, the errors (total − good, or
+    the errors query, none being zero errors) and their ratio; raw: the error ratio itself.
+
+    The SLO window (the budget's, read by no alert) is the mean of the shortest window's
+    ratio over it, as Sloth computes its period ratio: the query over 30 days would be a 30d
+    subquery at every evaluation (86,400 points at 30s; beyond what promtool's unit tests let
+    a query load, so no test could run), while the mean reads one recorded series."""
     out = []
-    for window in ratio_windows(slo):
+    for window in expression_windows(slo):
         name = window_name(window)
         if isinstance(sli, RawSLI):
             expr = _sum(slo, sli.error_ratio.at(name))
@@ -140,7 +145,22 @@ def _expression_recordings(
             errors = f"{part}\nor\n0 * {recorded}"
         out.append(RecordingRule(TOTAL + name, total, own, slo.origin))
         out.append(RecordingRule(ERRORS + name, errors, own, slo.origin))
+        ratio = f"{own_selector(slo, ERRORS + name)}\n/\n({own_selector(slo, TOTAL + name)} > 0)"
+        out.append(RecordingRule(RATIO + name, ratio, own, slo.origin))
+    if slo.window not in expression_windows(slo):
+        shortest = own_selector(slo, RATIO + window_name(current_window(slo)))
+        mean = f"avg_over_time({shortest}[{window_name(slo.window)}])"
+        out.append(RecordingRule(RATIO + window_name(slo.window), mean, own, slo.origin))
     return out
+
+
+def expression_windows(slo: ResolvedSLO) -> tuple[Decimal, ...]:
+    """The windows an expression SLI's query is rendered over: those the alerts and the
+    current burn read (the SLO window only when a tier reads it too)."""
+    found = {current_window(slo)}
+    for tier in slo.tiers:
+        found.update((tier.long, tier.short))
+    return tuple(sorted(found))
 
 
 def group_name(slo: ResolvedSLO) -> str:
