@@ -358,3 +358,97 @@ def test_pyrra_thanos_imported_absent_alert_fires_when_pyrras_does(tmp_path: Pat
     ]
     series = [{"series": THANOS_OK, "values": "0+60x30 stale"}]
     run_promtool(tmp_path, rules, "1m", [{"input_series": series, "promql_expr_test": checks}])
+
+
+# --- Sloth's expression SLIs (issue 31) ----------------------------------------------------------
+
+WIFI = "unifipoller_client_satisfaction_ratio"
+WIFI_DATA = Path(__file__).resolve().parent / "data"
+
+
+def wifi_clients(
+    values: list[float], minutes: int, bad: list[float] | None = None
+) -> list[dict[str, str]]:
+    """One series per client: its satisfaction every step, ``values`` for ``T0`` steps, then
+    ``bad`` (when given) for ``minutes`` steps; else ``values`` throughout ``minutes``."""
+    out = []
+    for index, value in enumerate(values):
+        if bad is None:
+            text = f"{value}+0x{minutes}"
+        else:
+            text = f"{value}+0x{T0 - 1} {bad[index]}+0x{minutes}"
+        out.append({"series": f'{WIFI}{{client="c{index}"}}', "values": text})
+    return out
+
+
+def sloth_wifi(slo: str, alert: str, severity: str) -> tuple[str, str]:
+    """The selectors of Sloth's and rulegen's alert ``severity`` (page or ticket) of ``slo``."""
+    sloth_sel = f'sloth_severity="{severity}",sloth_slo="{slo}"'
+    own = "home" if severity == "page" else "warning"
+    return sloth_sel, f'alertname="{alert}",service="home-wifi",severity="{own}",slo="{slo}"'
+
+
+@pytest.mark.parametrize(
+    ("example", "slos"),
+    [
+        ("home-wifi.yml", [("good-wifi-client-satisfaction", "GoodWifiClientSatisfaction"),
+                           ("risk-wifi-client-satisfaction", "RiskWifiClientSatisfaction")]),
+        ("raw-home-wifi.yml", [("wifi-client-satisfaction", "WifiClientSatisfaction")]),
+    ],
+    ids=["events on a gauge", "raw error ratio"],
+)  # fmt: skip
+def test_sloth_expression_slis_imported_page_no_later_and_no_more(
+    example: str, slos: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    """Sloth's home-wifi examples: events counted from a gauge through a subquery
+    (``sum_over_time((count(x < 0.75))[{{.window}}:])``, 95% and 99.9%) and a raw error
+    ratio (``1 - avg`` of the satisfaction, 95%), imported as expression SLIs.
+
+    Total outage from ``T0``, two clients, one sample a minute, one subquery point a minute:
+    after k bad minutes the 1h window holds k + 1 bad points of 60 (61 on 2.x's closed
+    ranges), so the 95% page (1h/5m above 14.4 × 0.05 = 0.72) holds first at k = 43
+    (44/60 = 0.733, 44/61 = 0.721; 43/60 = 0.717): ``T_src = T0 + 43m``; the 99.9% page
+    (0.0144) at k = 0. Below the ticket (a steady 2.5% bad, 1 × 0.05) neither tool fires;
+    at 7.5% both ticket.
+    """
+    source = WIFI_DATA / "sloth-examples" / example
+    result = sloth.import_files([source], ImportOptions())
+    assert result.refused == []
+    rules = {"sloth.yml": (WIFI_DATA / "sloth" / example).read_text("utf-8")}
+    for index, (slo, _) in enumerate(slos):
+        (tmp_path / str(index)).mkdir()
+        built = rulegen_rules(
+            result, tmp_path / str(index), f"prometheus/home-wifi.slo.{slo}.rules.yml"
+        )
+        rules[f"rulegen-{index}.yml"] = built
+    raw = example.startswith("raw")
+    good, bad = ([1.0, 1.0], [0.0, 0.0]) if raw else ([0.9, 0.8], [0.4, 0.3])
+    checks = []
+    for slo, alert in slos:
+        at = T0 + (0 if slo.startswith("risk") else 43)
+        sloth_page, own_page = sloth_wifi(slo, alert, "page")
+        for selector in (sloth_page, own_page):
+            checks.append(firing(selector, f"{at - 1}m", None))
+            checks.append(firing(selector, f"{at}m", 1))
+    outage_series = wifi_clients(good, 60, bad)
+    run_promtool(
+        tmp_path, rules, "1m", [{"input_series": outage_series, "promql_expr_test": checks}]
+    )
+    # 40 clients: 1 (then 3) unsatisfied; the raw SLI reads their mean satisfaction
+    unsatisfied = 0.0 if raw else 0.6  # below 0.75, not below 0.5: the risk SLO stays silent
+    below = wifi_clients([0.9 if not raw else 1.0] * 39 + [unsatisfied], BURN_STEPS)
+    above = wifi_clients([0.9 if not raw else 1.0] * 37 + [unsatisfied] * 3, BURN_STEPS)
+    slo, alert = slos[0]
+    sloth_ticket, own_ticket = sloth_wifi(slo, alert, "ticket")
+    run_promtool(
+        tmp_path,
+        rules,
+        "5m",
+        [
+            {"input_series": below, "promql_expr_test": [never_fired(BURN_END, BURN_END)]},
+            {
+                "input_series": above,
+                "promql_expr_test": [firing(sloth_ticket, "6h", 1), firing(own_ticket, "6h", 1)],
+            },
+        ],
+    )
