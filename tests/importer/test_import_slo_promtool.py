@@ -214,25 +214,30 @@ THANOS_OK = 'http_requests_total{job="thanos-query",handler="query",code="200"}'
 THANOS_BAD = 'http_requests_total{job="thanos-query",handler="query",code="500"}'
 
 
-def pyrra_rules(window_days: int = 28, target: str = "0.99") -> str:
-    """Pyrra's rules for ``examples/thanos-http.yaml`` (ratio, no grouping), as its generator
-    writes them (recordings labelled with the SLO and the total's equality matchers)."""
+def thanos_burnrate(window: str) -> str:
+    """Pyrra's ratio burn rate of ``examples/thanos-http.yaml`` over ``window``."""
     errors = 'http_requests_total{code=~"5..",handler=~"query|query_range",job="thanos-query"}'
     total = 'http_requests_total{handler=~"query|query_range",job="thanos-query"}'
-    labels = {"job": "thanos-query", "slo": "thanos-query"}
+    return f"sum(rate({errors}[{window}])) / sum(rate({total}[{window}]))"
+
+
+def pyrra_rules(
+    window_days: int = 28, target: str = "0.99", burnrate: Any = thanos_burnrate,
+    labels: dict[str, str] | None = None, record: str = "http_requests",
+) -> str:  # fmt: skip
+    """Pyrra's rules for ``examples/thanos-http.yaml`` (ratio, no grouping) or another SLO's
+    ``burnrate(window)``, as its generator writes them (recordings labelled with the SLO and
+    the total's equality matchers)."""
+    labels = labels or {"job": "thanos-query", "slo": "thanos-query"}
     windows = pyrra.pyrra_windows(Fraction(window_days * 86400))
     spans = sorted({int(w[2]) for w in windows} | {int(w[3]) for w in windows})
     name = {s: f"{s // 86400}d" if s % 86400 == 0 else f"{s // 3600}h" if s % 3600 == 0
             else f"{s // 60}m" for s in spans}  # fmt: skip
     rules: list[dict[str, Any]] = [
-        {
-            "record": f"http_requests:burnrate{name[s]}",
-            "expr": f"sum(rate({errors}[{name[s]}])) / sum(rate({total}[{name[s]}]))",
-            "labels": labels,
-        }
+        {"record": f"{record}:burnrate{name[s]}", "expr": burnrate(name[s]), "labels": labels}
         for s in spans
     ]
-    matchers = '{job="thanos-query",slo="thanos-query"}'
+    matchers = "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
     def threshold(factor: int) -> str:
         return f"({factor} * (1-{target}))"
@@ -242,8 +247,8 @@ def pyrra_rules(window_days: int = 28, target: str = "0.99") -> str:
             {
                 "alert": "ErrorBudgetBurn",
                 "expr": (
-                    f"http_requests:burnrate{name[int(short)]}{matchers} > {threshold(factor)} "
-                    f"and http_requests:burnrate{name[int(long)]}{matchers} > {threshold(factor)}"
+                    f"{record}:burnrate{name[int(short)]}{matchers} > {threshold(factor)} "
+                    f"and {record}:burnrate{name[int(long)]}{matchers} > {threshold(factor)}"
                 ),
                 "for": f"{int(for_) // 60}m",
                 "labels": {
@@ -254,7 +259,8 @@ def pyrra_rules(window_days: int = 28, target: str = "0.99") -> str:
                 },
             }
         )
-    return yaml.safe_dump({"groups": [{"name": "thanos-query", "interval": "30s", "rules": rules}]})
+    group = labels["slo"]
+    return yaml.safe_dump({"groups": [{"name": group, "interval": "30s", "rules": rules}]})
 
 
 PYRRA_PAGE = 'severity="critical",long!=""'
@@ -449,6 +455,78 @@ def test_sloth_expression_slis_imported_page_no_later_and_no_more(
             {
                 "input_series": above,
                 "promql_expr_test": [firing(sloth_ticket, "6h", 1), firing(own_ticket, "6h", 1)],
+            },
+        ],
+    )
+
+
+def probe_burnrate(window: str) -> str:
+    """Pyrra's bool_gauge burn rate (``slo/rules.go``, ``case BoolGauge``) of
+    ``examples/prometheus-probe-success.yaml`` (grouped by target) over ``window``."""
+    count = f"sum by (target) (count_over_time(probe_success[{window}]))"
+    ones = f"sum by (target) (sum_over_time(probe_success[{window}]))"
+    return f"({count} - {ones}) / {count}"
+
+
+def probe_series(every: int, samples: int) -> list[dict[str, str]]:
+    """One target's probe: a failed probe (0) every ``every`` samples, else 1."""
+    parts = []
+    while samples > 0:
+        run = min(every - 1, samples)
+        parts.append(f"1+0x{run - 1}")
+        samples -= run
+        if samples > 0:
+            parts.append("0")
+            samples -= 1
+    return [{"series": 'probe_success{target="a"}', "values": " ".join(parts)}]
+
+
+def test_pyrra_bool_gauge_imported_pages_no_later_and_no_more(tmp_path: Path) -> None:
+    """Pyrra's prometheus-probe-success example (bool_gauge, 99% over 7d, by target), imported
+    as an events SLI. Its fastest page: 15m/1m above 14 × 0.01 with ``for: 1m``.
+
+    Total outage from ``T0`` (a probe a minute): after k failed probes the 15m window holds
+    k + 1 zeros of 15 (16 on 2.x), above 0.14 first at k = 2 (3/15, 3/16); the 1m window is
+    all zeros. So the condition holds from ``T0 + 2m`` and both fire at ``T_src = T0 + 3m``.
+    A failed probe every 200 probes (0.5%, a probe every 30s) leaves both silent; one every 50
+    (2%) makes both ticket (1d/90m above 1 × 0.01).
+    """
+    result = pyrra.import_files(
+        [ANCHORS / "pyrra" / "examples" / "prometheus-probe-success.yaml"], ImportOptions()
+    )
+    service = "prometheus-blackbox-probe-success"
+    labels = {"slo": service}
+    rules = {
+        "pyrra.yml": pyrra_rules(7, "0.99", probe_burnrate, labels, "probe_success"),
+        "rulegen.yml": rulegen_rules(
+            result, tmp_path, f"prometheus/{service}.slo.{service}.rules.yml"
+        ),
+    }
+    own_page = f'severity="critical",service="{service}"'
+    own_ticket = f'severity="warning",service="{service}"'
+    checks = [
+        firing(PYRRA_PAGE, f"{T0 + 2}m", None),
+        firing(own_page, f"{T0 + 2}m", None),
+        firing(PYRRA_PAGE, f"{T0 + 3}m", 1),
+        firing(own_page, f"{T0 + 3}m", 1),
+    ]
+    outage_series = [{"series": 'probe_success{target="a"}', "values": f"1+0x{T0 - 1} 0+0x30"}]
+    run_promtool(
+        tmp_path, rules, "1m", [{"input_series": outage_series, "promql_expr_test": checks}]
+    )
+    samples = 7 * 120  # 7h of a probe every 30s
+    run_promtool(
+        tmp_path,
+        rules,
+        "30s",
+        [
+            {
+                "input_series": probe_series(200, samples),
+                "promql_expr_test": [never_fired(BURN_END, BURN_END)],
+            },
+            {
+                "input_series": probe_series(50, samples),
+                "promql_expr_test": [firing(PYRRA_TICKET, "6h", 1), firing(own_ticket, "6h", 1)],
             },
         ],
     )
