@@ -534,10 +534,10 @@ def expression_sli(kind: str, queries: dict[str, str]) -> SLIMapping | str:
 
 def timeslice_sli(mapped: SLIMapping, target: Decimal, timeslice: str) -> SLIMapping | str:
     """A counter SLI's time slices as events (OpenSLO ``Timeslices``): a slice of length
-    ``timeslice`` is bad when its share of good events is below ``target`` (a slice with no
-    event is neither: its ratio is NaN, not below); the errors are the bad slices, the total
-    the slices, counted by subqueries stepping one slice (aligned to the epoch, as disjoint
-    slices are)."""
+    ``timeslice`` is bad when its share of good events is below ``target``; a slice without
+    requests (a 0/0 ratio, NaN, not below) counts as good, a slice without series as none.
+    The errors are the bad slices, the total the slices, counted by subqueries stepping one
+    slice (aligned to the epoch, as disjoint slices are)."""
     ratio = mapped.sli.get("ratio")
     if not isinstance(ratio, dict):
         return "Timeslices over a latency SLI: only a ratio of counters maps"
