@@ -9,12 +9,14 @@ tools' own is ``test_import_slo_promtool.py``.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import find_promtool
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -561,45 +563,9 @@ def test_service_option_overrides_the_sources_service(tmp_path: Path) -> None:
     assert result.services[0].document["slos"][0]["alerting"]["name"] == "ApiBurn"
 
 
-# OpenSLO's SDK reads and writes a YAML list of objects (``- apiVersion: openslo/v1``…); the
-# SLO below follows its v1 example (OpenSLO/OpenSLO, pkg/openslosdk examples, Apache-2.0):
-# Timeslices budgeting over a calendar week.
-OPENSLO_LIST = """\
-- apiVersion: openslo/v1
-  kind: SLO
-  metadata:
-    name: web-availability
-  spec:
-    service: web
-    indicator:
-      metadata:
-        name: web-successful-requests-ratio
-      spec:
-        ratioMetric:
-          counter: true
-          good:
-            metricSource:
-              type: Prometheus
-              spec:
-                query: sum(http_requests{k8s_cluster="prod",component="web",code=~"2xx|4xx"})
-          total:
-            metricSource:
-              type: Prometheus
-              spec:
-                query: sum(http_requests{k8s_cluster="prod",component="web"})
-    timeWindow:
-      - duration: 1w
-        isRolling: false
-        calendar:
-          startTime: 2022-01-01 12:00:00
-          timeZone: America/New_York
-    budgetingMethod: Timeslices
-    objectives:
-      - displayName: Good
-        target: 0.995
-        timeSliceTarget: 0.95
-        timeSliceWindow: 1m
-"""
+# OpenSLO's own v1 example (pkg/openslo/v1/examples/slos.yaml; data/README): a YAML list of
+# objects, as its SDK reads and writes them, with Timeslices budgeting over a calendar week.
+OPENSLO_LIST = (ANCHORS.parent / "openslo" / "v1-slos.yaml").read_text("utf-8")
 
 
 def test_an_openslo_list_of_objects_is_read_and_its_unsupported_fields_named(
@@ -608,13 +574,14 @@ def test_an_openslo_list_of_objects_is_read_and_its_unsupported_fields_named(
     result = run(openslo, [write(tmp_path, "web.yaml", OPENSLO_LIST)])
     refused = notes(result, "refused")
     assert not any("not an OpenSLO document" in line for line in refused), refused
-    assert any(":24: [0].spec.timeWindow[0]: a calendar window" in line for line in refused)
+    assert any(":32: [0].spec.timeWindow[0]: a calendar window" in line for line in refused)
     assert not any("budgetingMethod" in line for line in refused), refused  # Timeslices map
 
 
+@pytest.mark.slow  # promtool checks the imported rules
 def test_openslo_timeslices_become_an_events_sli_of_slices(tmp_path: Path) -> None:
     rolling = OPENSLO_LIST.replace("isRolling: false", "isRolling: true").replace(
-        "duration: 1w", "duration: 28d"
+        "duration: 1w", "duration: 7d"
     )
     rolling = "\n".join(
         line for line in rolling.splitlines()
@@ -622,7 +589,7 @@ def test_openslo_timeslices_become_an_events_sli_of_slices(tmp_path: Path) -> No
     )  # fmt: skip
     (tmp_path / "src").mkdir()
     result = run(openslo, [write(tmp_path / "src", "web.yaml", rolling + "\n")])
-    assert notes(result, "refused") == []
+    assert notes(result, "refused") == []  # the ratio's `op: gt` and its labels are noted
     (slo,) = result.services[0].document["slos"]
     bad = (
         '((1 - sum(rate(http_requests{k8s_cluster="prod",component="web",code!~"2xx|4xx"}[1m])) '
@@ -632,8 +599,17 @@ def test_openslo_timeslices_become_an_events_sli_of_slices(tmp_path: Path) -> No
         "errors": f"sum_over_time({bad}[{{{{.window}}}}:1m])",
         "total": f"count_over_time({bad}[{{{{.window}}}}:1m])",
     }}  # fmt: skip
+    service = result.services[0]
     (tmp_path / "out").mkdir()
-    assert any(".slo." in name for name in builds(result, tmp_path / "out"))
+    spec = tmp_path / "out" / "web.yaml"
+    spec.write_text(yaml.safe_dump(service.document, sort_keys=False), encoding="utf-8")
+    files = build(discover([tmp_path / "out"]), load_catalog([]), jobs=1).files
+    rules = tmp_path / "web.rules.yml"
+    rules.write_text(files["prometheus/web.slo.web-availability.rules.yml"], encoding="utf-8")
+    checked = subprocess.run(
+        [find_promtool(), "check", "rules", str(rules)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 # The two expression SLIs of Sloth's docs (sloth.dev, "SLI types": events counted from a gauge

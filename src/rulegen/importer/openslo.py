@@ -73,13 +73,25 @@ def _objects(
             yield document, (), data
 
 
+def _metadata(src: Source, data: dict[str, Any]) -> dict[str, Any]:
+    """The object's ``metadata``: its name is the SLO's; its labels and annotations (for
+    tools that list SLOs) are noted and left out."""
+    metadata = src.mapping(data, (), "metadata") or {}
+    src.known(metadata, ("metadata",), ("name", "displayName", "labels", "annotations"), TOOL)
+    for key in ("labels", "annotations"):
+        if metadata.get(key):
+            src.adapt(("metadata", key), f"the OpenSLO object's {key} (for tools that list "
+                      "SLOs) are not put on rulegen's alerts; left out")  # fmt: skip
+    return metadata
+
+
 def _slo_document(
     services: Services, src: Source, data: dict[str, Any],
     indicators: dict[str, tuple[Source, dict[str, Any]]],
 ) -> None:  # fmt: skip
     v1 = data["apiVersion"] == "openslo/v1"
     src.known(data, (), ("apiVersion", "kind", "metadata", "spec"), TOOL)
-    metadata = src.mapping(data, (), "metadata") or {}
+    metadata = _metadata(src, data)
     spec = src.mapping(data, (), "spec")
     if spec is None:
         return
@@ -226,7 +238,8 @@ def _objective(
     if THRESHOLD not in mapped.sli:
         for key in ("op", "value"):
             if key in entry:
-                src.refuse((*where, key), "a threshold of a ratio SLO: OpenSLO ignores it too")
+                src.adapt((*where, key), "a threshold of a ratio SLO: ignored, as OpenSLO "
+                          "ignores it")  # fmt: skip
     mapped = budgeted
     out: dict[str, Any] = {"name": name, "objective": objective,
                            "window": common.duration_text(period)}  # fmt: skip
