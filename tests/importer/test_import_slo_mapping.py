@@ -716,3 +716,15 @@ def test_openslo_threshold_metric_is_an_events_sli_of_samples(tmp_path: Path) ->
     assert any("a threshold (lt 0.5)" in n for n in notes(result, "adapted"))
     (tmp_path / "out").mkdir()
     assert any(".slo." in name for name in builds(result, tmp_path / "out"))
+
+
+def test_a_sloth_sli_plugin_is_refused_with_its_id() -> None:
+    """Sloth's own plugin example: the plugin's queries are Go code; the refusal names it."""
+    path = ANCHORS.parent / "sloth-examples" / "plugin-getting-started.yml"
+    result = sloth.import_files([path], ImportOptions())
+    refused = [str(n) for n in result.refused]
+    assert any(
+        "slos[0].sli.plugin: the Sloth SLI plugin 'getting_started_availability' writes its "
+        "queries in Go code rulegen cannot read: write its queries as sli.events or sli.raw" in line
+        for line in refused
+    ), refused

@@ -200,8 +200,12 @@ def _sli(
         return None
     src.known(sli, path, ("events", "raw", "plugin"), TOOL)
     if "plugin" in sli:
+        plugin = sli["plugin"] if isinstance(sli["plugin"], dict) else {}
+        named = f" {str(plugin['id'])[:80]!r}" if plugin.get("id") else ""
         src.refuse(
-            (*path, "plugin"), "a Sloth SLI plugin's queries are Go code rulegen cannot read"
+            (*path, "plugin"),
+            f"the Sloth SLI plugin{named} writes its queries in Go code rulegen cannot read: "
+            "write its queries as sli.events or sli.raw",
         )
         return None
     found = _raw(src, sli, path, names) if "raw" in sli else _events(src, sli, path, names)
