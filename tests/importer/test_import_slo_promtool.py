@@ -530,3 +530,63 @@ def test_pyrra_bool_gauge_imported_pages_no_later_and_no_more(tmp_path: Path) ->
             },
         ],
     )
+
+
+CADDY = "caddy-response-latency"
+CADDY_COUNT = 'caddy_http_response_duration_seconds_count{job="caddy",handler="subroute"}'
+CADDY_FAST = (
+    'caddy_http_response_duration_seconds_bucket{job="caddy",handler="subroute",code!~"5..",'
+    'le="0.05"}'
+)
+
+
+def caddy_burnrate(window: str) -> str:
+    """Pyrra's latency burn rate (``slo/rules.go``, ``case Latency``) of the caddy example
+    below over ``window``: the requests not fast (and successful) over all requests."""
+    total = f"sum(rate({CADDY_COUNT}[{window}]))"
+    return f"({total} - sum(rate({CADDY_FAST}[{window}]))) / {total}"
+
+
+def test_pyrra_bucket_narrower_than_count_imported_pages_no_later(tmp_path: Path) -> None:
+    """Pyrra's caddy-response-latency example with its total widened to every request (the
+    bucket keeps ``code!~"5.."``: fast *and* successful over all requests) and a 99% target:
+    a bucket over a count of other series, imported as ``sli.ratio.good``. Its windows are
+    thanos-http's (28d): the 1h/5m page above 0.14 holds from k = 9 bad minutes, and with
+    ``for: 2m`` both fire at ``T0 + 11m``."""
+    source = (ANCHORS / "pyrra" / "examples" / "caddy-response-latency.yaml").read_text()
+    wide = CADDY_COUNT.replace("}", ',code!~"5.."}')
+    source = source.replace(wide, CADDY_COUNT)
+    source = source.replace('target: "90"', 'target: "99"')
+    (tmp_path / "in").mkdir()
+    path = tmp_path / "in" / "caddy.yaml"
+    path.write_text(source, encoding="utf-8")
+    result = pyrra.import_files([path], ImportOptions())
+    assert result.refused == []
+    slo = result.services[0].document["slos"][0]
+    assert slo["sli"] == {"ratio": {"good": CADDY_FAST, "total": CADDY_COUNT}}
+    labels = {"slo": "caddy-response-latency", "job": "caddy", "handler": "subroute"}
+    rules = {
+        "pyrra.yml": pyrra_rules(
+            28, "0.99", caddy_burnrate, labels, "caddy_http_response_duration_seconds"
+        ),
+        "rulegen.yml": rulegen_rules(
+            result,
+            tmp_path,
+            "prometheus/caddy-response-latency.slo.caddy-response-latency.rules.yml",
+        ),
+    }
+    own_page = 'severity="critical",service="caddy-response-latency"'
+    outage_series = [
+        {"series": CADDY_COUNT, "values": f"0+60x{T0 + 30}"},
+        {"series": CADDY_FAST.replace('code!~"5..",', 'code="200",'),
+         "values": f"0+60x{T0} {60 * T0}x30"},
+    ]  # fmt: skip
+    checks = [
+        firing(PYRRA_PAGE, f"{T0 + 10}m", None),
+        firing(own_page, f"{T0 + 10}m", None),
+        firing(PYRRA_PAGE, f"{T0 + 11}m", 1),
+        firing(own_page, f"{T0 + 11}m", 1),
+    ]
+    run_promtool(
+        tmp_path, rules, "1m", [{"input_series": outage_series, "promql_expr_test": checks}]
+    )

@@ -53,7 +53,7 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/diff/test_diff_git.py": (0, 0.9),
     "tests/importer/test_import_roundtrip.py": (0.9, 3.7),
     "tests/importer/test_import_slo_alerting.py": (0.6, 0),
-    "tests/importer/test_import_slo_promtool.py": (0, 33),
+    "tests/importer/test_import_slo_promtool.py": (0, 85),
     "tests/lint/test_lint.py": (0.4, 5.3),
     "tests/output/test_atomic_commit.py": (0, 16),
     "tests/output/test_cache_trust.py": (0.1, 16),
