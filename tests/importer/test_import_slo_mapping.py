@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import find_promtool
 
 from rulegen.build import build
 from rulegen.catalog import load_catalog
@@ -24,6 +23,7 @@ from rulegen.errors import SpecError
 from rulegen.importer import openslo, pyrra, slo_common, sloth
 from rulegen.importer.model import ImportOptions, ImportResult
 from rulegen.load import discover
+from rulegen.validate.promtool import find_promtool
 
 ANCHORS = Path(__file__).resolve().parent / "data" / "anchors"  # copies: data/anchors/README.txt
 SLOTH = ANCHORS / "sloth"
