@@ -672,6 +672,21 @@ CASES: list[Case] = [
         ),
     ),
     Case(
+        "a bare 1 on a percentage says it reads as 100% and how to write 1%",
+        spec="""
+            version: 1
+            service: web
+            alerts:
+              - signal: tcp_retransmits
+                threshold: 1
+                severity: warning
+            """,
+        stderr=spec_errors(
+            "specs/web.yaml:5:16: alerts[0].threshold: a bare 1 is the ratio 1, i.e. 100%, which "
+            "tcp_retransmits can never exceed: write 1% or 0.01 for one percent (got 1)"
+        ),
+    ),
+    Case(
         "a disk_utilization threshold of 150% is rejected as impossible",
         spec="""
             version: 1

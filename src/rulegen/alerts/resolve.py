@@ -296,6 +296,34 @@ def _reading(expr: str) -> Comparison | None:
     return Comparison(Expression(quantity), op, Threshold(number, "number"))
 
 
+def _beyond_max(
+    col: Collector, path: PathKey, raw: object, value: Decimal, signal: SignalDef
+) -> bool:
+    """A threshold the signal's quantity can never pass (an error at ``path``); a bare ``1``
+    on a percentage is told apart: 100% or, more likely, meant as 1%."""
+    bounds, unit = signal.threshold, signal.threshold.unit
+    if bounds.max is None or (value < bounds.max if bounds.op == ">" else value <= bounds.max):
+        return False
+    shown = units.format_human
+    if unit == "percent" and _bare_one(raw):
+        col.error(path, f"a bare 1 is the ratio 1, i.e. 100%, which {signal.signal} can "
+                  f"never exceed: write 1% or 0.01 for one percent (got {raw})")  # fmt: skip
+        return True
+    limit = "below" if bounds.op == ">" else "at most"
+    col.error(
+        path,
+        f"must be {limit} {shown(bounds.max, unit)} (got {raw}); "
+        f"{signal.signal} can never exceed {shown(bounds.max, unit)}",
+    )
+    return True
+
+
+def _bare_one(raw: object) -> bool:
+    """``1`` written without a unit where a percentage is read: 100%, or meant as 1%?"""
+    text = str(raw).strip() if isinstance(raw, int | float | str) else ""
+    return not isinstance(raw, bool) and text in ("1", "1.0")
+
+
 def _catalog(
     ctx: _AlertContext,
     alert: Any,
@@ -539,13 +567,7 @@ def _threshold(col: Collector, path: PathKey, raw: object, signal: SignalDef) ->
     if bounds.min is not None and value < bounds.min:
         col.error(path, f"must be at least {shown(bounds.min, unit)} (got {raw})")
         return None
-    if bounds.max is not None and (value >= bounds.max if bounds.op == ">" else value > bounds.max):
-        limit = "below" if bounds.op == ">" else "at most"
-        col.error(
-            path,
-            f"must be {limit} {shown(bounds.max, unit)} (got {raw}); "
-            f"{signal.signal} can never exceed {shown(bounds.max, unit)}",
-        )
+    if _beyond_max(col, path, raw, value, signal):
         return None
     if bounds.op == "<" and value <= 0:
         col.error(path, f"must be above 0 (got {raw}); a '<' alert at 0 can never fire")
