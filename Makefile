@@ -101,9 +101,9 @@ test-faults: install tools ## rulegen repair killed, answered 500 and cut off at
 # The SLO files' mutation suite on vmalert-tool (tests/targets/test_vmalert_tool_slo_mutations.py,
 # about 3 minutes of two vmalert-tool processes): apart from `make test` for its 15 minutes; CI
 # runs it. vmalert-tool ships from VictoriaMetrics 1.95, so only the 3.5 LTS stack has it.
-LONG_TESTS := tests/targets/test_vmalert_tool_slo_mutations.py
+LONG_TESTS := tests/targets/test_vmalert_tool_slo_mutations.py tests/cli/test_pre_commit.py
 
-test-long: install tools ## the SLO vmalert-tool mutation suite (minutes of CPU), on the 3.5 LTS stack
+test-long: install tools ## the SLO vmalert-tool mutation suite and pre-commit on an init'd repository (minutes of CPU), 3.5 LTS stack
 	$(CURRENT) $(BIN)/pytest -q -m long $(LONG_TESTS)
 
 test-fast: install ## the tests not marked slow (no promtool, no servers), FAST_JOBS=2 at once

@@ -176,7 +176,7 @@ jobs:
     steps:
       - uses: actions/checkout@v4
       - run: sudo apt-get update && sudo apt-get install -y prometheus prometheus-alertmanager
-      - run: pip install "rulegen @ git+https://github.com/<your-org>/rulegen@v0.1.0"
+      - run: pip install "rulegen @ git+https://github.com/<your-org>/rulegen"
       - run: rulegen build --check --format github
       - run: rulegen lint --format github
 """
@@ -184,11 +184,20 @@ jobs:
 PRE_COMMIT = """\
 # pre-commit install: build --check and lint before each commit (needs promtool and amtool)
 repos:
-  - repo: https://github.com/<your-org>/rulegen
-    rev: v0.1.0
+  - repo: local  # the rulegen installed on the machine (pip/pipx above); no release tag needed
     hooks:
       - id: rulegen-build-check
+        name: rulegen build --check (rules/ matches specs/)
+        entry: rulegen build --check
+        language: system
+        pass_filenames: false
+        files: ^(specs|signals|templates|rules)/
       - id: rulegen-lint
+        name: rulegen lint (the specs' intent)
+        entry: rulegen lint
+        language: system
+        pass_filenames: false
+        files: ^(specs|signals|templates)/
 """
 
 README = """\
