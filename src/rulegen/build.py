@@ -35,8 +35,10 @@ from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, 
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
 from rulegen.output import FileSet, dump_json, dump_yaml
 from rulegen.pipeline import victoriametrics as vm_target
+from rulegen.pipeline.promtool_runs import run_test_files
 from rulegen.pipeline.rendercache import CachedRender, RenderCache
 from rulegen.pipeline.service import ResolvedSpec
+from rulegen.pipeline.shapes import Identity
 from rulegen.pipeline.vmalert_slo import vmalert_slo
 from rulegen.progress import Progress, Silent
 from rulegen.render import TARGETS
@@ -59,7 +61,7 @@ from rulegen.source.loader import Origin
 from rulegen.spec.models import TargetSettings
 from rulegen.testruns import shared_runs
 from rulegen.validate import promtool, vmalert
-from rulegen.validate.cache import TestCache
+from rulegen.validate.cache import Key, TestCache
 from rulegen.validate.routing import validate_routing
 from rulegen.validate.targets import check_targets, run_vmalert_tests
 
@@ -87,6 +89,8 @@ class BuildResult:
     costs: dict[str, int] = field(default_factory=dict)
     # the rule file each generated test file loads, as its ``rule_files`` names it
     loads: dict[str, str] = field(default_factory=dict)
+    # the service each generated test file belongs to (what its test units' shapes rename)
+    owners: dict[str, str] = field(default_factory=dict)
     routing_cases: list[tuple[str, Mapping[str, str], tuple[str, ...]]] = field(
         default_factory=list
     )
@@ -169,6 +173,7 @@ def build(
         result.sources.update(dict.fromkeys(service.files, origins[path]))
         result.costs.update(service.costs)
         result.loads.update(service.loads)
+        result.owners.update(dict.fromkeys(service.loads, service.output.service))
         result.reports.extend(service.reports)
     if services:
         sources = ", ".join(sorted(s.source for _, s in services))
@@ -768,69 +773,100 @@ def write_junit(target: Path, reports: Sequence[Path]) -> None:
 def _check_rules(
     folder: Path, result: BuildResult, rules: list[str], cache: TestCache | None
 ) -> str:
-    """``promtool check rules`` on every rule file, unless the cache holds a pass of exactly
-    these files by this promtool; the summary line, or ``ValidationFailed``."""
-    key = None
+    """``promtool check rules`` on every rule file the cache holds no pass of by this promtool
+    (each file is checked on its own, so each is keyed by its own bytes: an edit to one
+    service rechecks one file); the summary line, or ``ValidationFailed``."""
+    keys = {name: _rule_check_key(folder, name, cache) for name in rules}
+    due = [name for name in rules if not (cache and cache.passed(keys[name]))]
+    if due:
+        checked = promtool.check_rules(due, folder)
+        if not checked.ok:
+            raise ValidationFailed(
+                _map_rule_errors(checked.messages, result), "promtool check rules failed:"
+            )
     if cache is not None:
-        try:
-            parts = [(name, (folder / name).read_bytes()) for name in rules]
-        except OSError:
-            parts = None
-        key = cache.key_of(cache.promtool_version, "check rules", parts) if parts else None
-        if cache.passed(key):
+        for name in due:
+            cache.remember(keys[name])
+        if not due:
             return f"promtool check rules: {len(rules)} file(s) ok ({RECORDED})"
-    checked = promtool.check_rules(rules, folder)
-    if not checked.ok:
-        raise ValidationFailed(
-            _map_rule_errors(checked.messages, result), "promtool check rules failed:"
-        )
-    if cache is not None:
-        cache.remember(key)
+        if len(due) < len(rules):
+            return (
+                f"promtool check rules: {len(rules)} file(s) ok "
+                f"({len(rules) - len(due)} of them {RECORDED})"
+            )
     return f"promtool check rules: {len(rules)} file(s) ok"
+
+
+def _rule_check_key(folder: Path, name: str, cache: TestCache | None) -> Key | None:
+    if cache is None:
+        return None
+    try:
+        data = (folder / name).read_bytes()
+    except OSError:
+        return None
+    return cache.key_of(cache.promtool_version, "check rules", [(name, data)])
 
 
 def _validate_tests(
     folder: Path, result: BuildResult, tests: list[str], jobs: int | None,
     cache: TestCache | None, steps: Progress, junit: Path | None = None,
 ) -> list[str]:  # fmt: skip
-    """``promtool test rules`` on each test file the cache does not vouch for (every file
-    with ``junit``: the report must hold them all); the summary lines, or
-    ``ValidationFailed`` (the report written first)."""
-    keys = {
-        name: cache.key(folder, name, _known(result.loads.get(name))) if cache else None
-        for name in tests
-    }
-    vouched = cache if junit is None else None
-    due = [name for name in tests if not (vouched and vouched.passed(keys[name]))]
-    # One promtool per file, side by side, longest first: an SLO's tests take seconds each.
-    due.sort(key=result.test_cost, reverse=True)
-    with tempfile.TemporaryDirectory(prefix="rulegen-junit-") as reports:
-        folder_of_reports = Path(reports) if junit is not None else None
-        runs = _run_tests(folder, due, _weights(result, due), jobs, steps, folder_of_reports)
-        if junit is not None:
-            write_junit(junit, [Path(reports, _report_name(name)) for name in sorted(due)])
-    unrecorded = [
-        problem
-        for name, run in zip(due, runs, strict=True)
-        if cache and run.ok and (problem := cache.remember(keys[name]))
-    ]
-    if any(not run.ok for run in runs):
-        failures = [f for run in runs if not run.ok for f in run.failures]
-        found, report = _map_test_errors(failures, result)
-        found += [  # a failure promtool printed no report for (text shows none either)
-            Diagnostic(result.sources.get(name, (name,))[0], 0, 0, FieldPath(),
-                       "promtool test rules failed without a report", codes.PROMTOOL_TEST)
-            for name, run in zip(due, runs, strict=True)
-            if not run.ok and not run.failures
-        ]  # fmt: skip
-        raise ValidationFailed(found, "promtool test rules failed:", report=report)
+    """``promtool test rules`` on the test files, as units (``rulegen.pipeline.
+    promtool_runs``: each case against the rules it observes, one run per distinct unit or
+    shape, none for a unit the cache vouches for); with ``junit``, every file whole, so the
+    report holds them all. The summary lines, or ``ValidationFailed``."""
+    if junit is not None:
+        return _validate_whole_files(folder, result, tests, jobs, steps, junit)
+    identities = {name: Identity(owner) for name, owner in result.owners.items()}
+    weights = _weights(result, tests)
+    report = run_test_files(
+        folder, tests, cache, identities, weights.__getitem__, jobs, steps, TEST_STEP
+    )
+    if not report.ok:
+        _raise_test_failures(list(report.failures), report.silent, result)
     line = f"promtool test rules: {len(tests)} file(s) passed"
     if cache:
-        line += f" ({len(tests) - len(due)} unchanged since a recorded pass, not rerun)"
+        line += f" ({report.files_reused} unchanged since a recorded pass, not rerun)"
     summary = [line]
-    if unrecorded:
-        summary.append(f"warning: test cache not updated: {unrecorded[0]}")
+    if report.cached or report.shared:
+        summary.append(
+            f"promtool test units: {report.units - report.cached - report.shared} of "
+            f"{report.units} run ({report.cached} passed before, recorded in the test cache; "
+            f"{report.shared} the same as another after renaming the service)"
+        )
+    if report.unrecorded:
+        summary.append(f"warning: test cache not updated: {report.unrecorded[0]}")
     return summary
+
+
+def _validate_whole_files(
+    folder: Path, result: BuildResult, tests: list[str], jobs: int | None,
+    steps: Progress, junit: Path,
+) -> list[str]:  # fmt: skip
+    """Every test file run whole, its JUnit report merged into ``junit`` (written before
+    any failure is raised)."""
+    due = sorted(tests, key=result.test_cost, reverse=True)
+    with tempfile.TemporaryDirectory(prefix="rulegen-junit-") as reports:
+        runs = _run_tests(folder, due, _weights(result, due), jobs, steps, Path(reports))
+        write_junit(junit, [Path(reports, _report_name(name)) for name in sorted(due)])
+    if any(not run.ok for run in runs):
+        silent = [name for name, run in zip(due, runs, strict=True)
+                  if not run.ok and not run.failures]  # fmt: skip
+        _raise_test_failures([f for run in runs if not run.ok for f in run.failures],
+                             silent, result)  # fmt: skip
+    return [f"promtool test rules: {len(tests)} file(s) passed"]
+
+
+def _raise_test_failures(
+    failures: list[promtool.FailedAssertion], silent: Sequence[str], result: BuildResult
+) -> None:
+    found, report = _map_test_errors(failures, result)
+    found += [  # a failure promtool printed no report for (text shows none either)
+        Diagnostic(result.sources.get(name, (name,))[0], 0, 0, FieldPath(),
+                   "promtool test rules failed without a report", codes.PROMTOOL_TEST)
+        for name in silent
+    ]  # fmt: skip
+    raise ValidationFailed(found, "promtool test rules failed:", report=report)
 
 
 def _weights(result: BuildResult, names: Sequence[str]) -> dict[str, float]:
@@ -868,10 +904,6 @@ def _run_tests(
             name = futures[future]
             steps.advance(name, future.result()[1], weights[name])
     return [future.result()[0] for future in futures]
-
-
-def _known(rule_file: str | None) -> list[str] | None:
-    return None if rule_file is None else [rule_file]
 
 
 def _groups(result: BuildResult) -> dict[str, RuleGroup]:

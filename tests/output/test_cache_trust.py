@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import CliResult, for_stack, snapshot, write_tree
 
+from rulegen.pipeline.promtool_runs import unit_keys
 from rulegen.validate import promtool
 from rulegen.validate.cache import TestCache
 
@@ -258,8 +259,7 @@ def _failing_repo(root: Path, cli: Cli) -> TestCache:
 
 
 def _forged_key(cache: TestCache, root: Path) -> Path:
-    key = cache.key(root / "rules", "tests/fail.test.yml")
-    assert key is not None
+    [key] = unit_keys(root / "rules", "tests/fail.test.yml", cache)
     return cache.folder / key.name
 
 
@@ -283,8 +283,7 @@ def test_a_forged_pass_marker_never_hides_a_failing_test(
     if forgery == "plain content":
         marker.write_text(f"tests/fail.test.yml\n{cache.promtool_version}\n")
     else:
-        passing = cache.key(in_tmp / "rules", "tests/web.test.yml")
-        assert passing is not None
+        passing = unit_keys(in_tmp / "rules", "tests/web.test.yml", cache, "web")[0]
         source = cache.folder / passing.name
         marker.write_bytes(source.read_bytes())
         if forgery == "the passing marker renamed":
@@ -308,8 +307,8 @@ def test_an_edited_marker_of_a_passing_test_is_rerun_and_replaced(cli: Cli, in_t
     assert cli("build", "--test-cache", "cache").code == 0
     version = promtool.build_info()
     assert version is not None
-    key = TestCache(in_tmp / "cache", version).key(in_tmp / "rules", "tests/web.test.yml")
-    assert key is not None
+    key = unit_keys(in_tmp / "rules", "tests/web.test.yml", TestCache(in_tmp / "cache", version),
+                    "web")[0]  # fmt: skip
     marker = in_tmp / "cache" / key.name
     good = marker.read_bytes()
     edited = json.loads(good)
@@ -333,8 +332,7 @@ def test_with_a_secret_a_marker_with_the_right_hashes_but_no_valid_hmac_is_refus
     cli: Cli, in_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = _failing_repo(in_tmp, cli)
-    key = cache.key(in_tmp / "rules", "tests/fail.test.yml")
-    assert key is not None
+    [key] = unit_keys(in_tmp / "rules", "tests/fail.test.yml", cache)
     # The record a pass would leave, recomputed from the files as anyone can: without the
     # secret it is taken for a pass (the limit docs/ci.md states: hashes catch corruption,
     # edits and copies, not a forger who recomputes them) ...

@@ -452,6 +452,32 @@ def _metric_of(node: Any) -> str:
 
 
 @lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
+def alert_series_read(expr: str) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """The equality matchers (label, value) of each ``ALERTS``/``ALERTS_FOR_STATE`` selector
+    of ``expr``, one tuple per selector (sorted), ``alertname`` among them when pinned.
+
+    Why: an alert rule whose static label ``severity: warning`` contradicts a selector's
+    ``severity="critical"`` can never be read by it, so a test of the page need not load the
+    ticket's rules (``rulegen.pipeline.testunits``).
+    """
+    found: list[tuple[tuple[str, str], ...]] = []
+    stack: list[Any] = [promql_parser.parse(expr)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, promql_parser.VectorSelector):
+            if _metric_of(node).startswith("ALERTS"):
+                pairs = {
+                    (str(m.name), str(m.value))
+                    for m in node.matchers.matchers
+                    if _OPS[str(m.op)] == "=" and m.name != "__name__"
+                }
+                found.append(tuple(sorted(pairs)))
+            continue
+        stack.extend(_children(node))
+    return tuple(found)
+
+
+@lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions
 def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
     """``name{a="b"}`` into its metric name and matchers; anything else raises ``ValueError``.
 

@@ -97,16 +97,8 @@ class TestCache:
         return self.key_of(self.promtool_version, f"test rules {test_file}", parts)
 
     def key_of(self, tool: str, kind: str, parts: Sequence[tuple[str, bytes]]) -> Key:
-        """What a check's result depends on: the binary that runs it (``tool``: its whole
-        ``--version`` text), what it is (``kind``), and each named input, by its SHA-256."""
-        content: dict[str, object] = {
-            "format": KEY_VERSION,
-            "tool": tool,
-            "check": kind,
-            "inputs": [[name, sha256(data)] for name, data in parts],
-        }
-        name = sha256(canonical(content))
-        return Key(name, {**content, "key": name})
+        """``check_key``: what a check's result depends on."""
+        return check_key(tool, kind, parts)
 
     def passed(self, key: Key | None) -> bool:
         """Whether the check with this key passed before: its marker is there and records
@@ -136,6 +128,19 @@ class TestCache:
         except OSError as exc:
             return f"{exc.filename or self.folder}: {exc.strerror or exc}"
         return None
+
+
+def check_key(tool: str, kind: str, parts: Sequence[tuple[str, bytes]]) -> Key:
+    """What a check's result depends on: the binary that runs it (``tool``: its whole
+    ``--version`` text), what it is (``kind``), and each named input, by its SHA-256."""
+    content: dict[str, object] = {
+        "format": KEY_VERSION,
+        "tool": tool,
+        "check": kind,
+        "inputs": [[name, sha256(data)] for name, data in parts],
+    }
+    name = sha256(canonical(content))
+    return Key(name, {**content, "key": name})
 
 
 def _match(record: dict[str, object], key: Key) -> None:
