@@ -208,6 +208,8 @@ class Run:
     checked: subprocess.CompletedProcess[str]
     failed: str
     output: str
+    # the unit of ``rulegen build`` that failed (the same files cut as the build cuts them)
+    unit_failed: str = ""
 
 
 def _test_files(root: Path, slo: str) -> list[str]:
@@ -260,10 +262,16 @@ def promtool_runs(
     def whole(slo: str, name: str) -> subprocess.CompletedProcess[str]:
         return _promtool(originals[slo], "test", "rules", name)
 
+    def units(slo: str) -> str:
+        return promtool_cases.units_until_one_fails(originals[slo], _test_files(built, slo)).failed
+
     def mutant(mutation: Mutation) -> Run:
         root = mutants[mutation.broken]
         outcome = promtool_cases.run_until_one_fails(root, cases[mutation.slo], mutation.first)
-        return Run(check(mutation.slo, root), outcome.failed, outcome.output)
+        units = promtool_cases.units_until_one_fails(
+            root, _test_files(root, mutation.slo), mutation.first
+        )
+        return Run(check(mutation.slo, root), outcome.failed, outcome.output, units.failed)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         # Each whole file of the unmutated rules, longest first, then the mutants (cheap).
@@ -271,13 +279,14 @@ def promtool_runs(
         files.sort(key=lambda f: -sum(c.steps for c in cases[f[0]] if c.source == f[1]))
         tested = {(slo, name): pool.submit(whole, slo, name) for slo, name in files}
         checked = {slo: pool.submit(check, slo, root) for slo, root in originals.items()}
+        cut = {slo: pool.submit(units, slo) for slo in originals}
         found = {m.broken: pool.submit(mutant, m) for m in mutations}
         result = {key: future.result() for key, future in found.items()}
     for slo in originals:
         procs = [(name, tested[slo, name].result()) for name in _test_files(built, slo)]
         failed = next((name for name, proc in procs if proc.returncode != 0), "")
         output = "".join(proc.stdout + proc.stderr for _, proc in procs)
-        result[f"original {slo}"] = Run(checked[slo].result(), failed, output)
+        result[f"original {slo}"] = Run(checked[slo].result(), failed, output, cut[slo].result())
     return result
 
 
@@ -302,6 +311,7 @@ def assert_passes(run: Run) -> None:
     """The unmutated rules: valid, and every generated test passes."""
     assert run.checked.returncode == 0, run.checked.stderr
     assert run.failed == "", run.output
+    assert run.unit_failed == "", run.output  # as `rulegen build` cuts the files
 
 
 def assert_caught(run: Run, slo: str) -> None:
@@ -310,6 +320,7 @@ def assert_caught(run: Run, slo: str) -> None:
     assert run.checked.returncode == 0, run.checked.stderr
     assert run.failed, f"both test files of {slo} pass: the mutation is not caught"
     assert "FAILED" in run.output
+    assert run.unit_failed, f"the test units of {slo} (as `rulegen build` cuts them) miss it"
 
 
 @pytest.mark.parametrize("slo", SLOS)

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from rulegen.pipeline import testunits
+
 _UNIT_SECONDS = {
     "ms": 0.001,
     "s": 1,
@@ -135,4 +137,40 @@ def run_until_one_fails(
         output += proc.stdout + proc.stderr
         if proc.returncode != 0 or "FAILED" in (proc.stdout + proc.stderr).split():
             return Outcome(case.name, output)
+    return Outcome("", output)
+
+
+def units_until_one_fails(
+    root: Path, files: Sequence[str], first: str = "", command: Sequence[str] = PROMTOOL
+) -> Outcome:
+    """The test files cut into the units ``rulegen build`` runs (each case, or part of one,
+    against only the rules it can observe: ``rulegen.pipeline.testunits``), each written
+    into a folder of its own under ``root/.units``, run cheapest first (after those whose
+    cases' titles contain ``first``) until one fails.
+
+    Why beside ``run_until_one_fails``: a mutant the whole files catch must be caught by the
+    build's cut too, or the cut left out a rule the failing check observes."""
+    units = []
+    for name in files:
+        found = testunits.split(root, name)
+        assert found is not None, f"{name}: rulegen cannot cut it"
+        units.extend(found)
+    units.sort(key=lambda u: (not first or not any(first in t for t in u.titles), u.weight))
+    output = ""
+    for index, unit in enumerate(units):
+        folder = root / ".units" / str(index)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in unit.files:
+            (folder / name).write_bytes(data)
+        proc = subprocess.run(
+            [*command, testunits.TEST_NAME],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        output += proc.stdout + proc.stderr
+        if proc.returncode != 0 or "FAILED" in (proc.stdout + proc.stderr).split():
+            return Outcome(f"{unit.source} ({', '.join(unit.titles)})", output)
     return Outcome("", output)
