@@ -96,9 +96,7 @@ def run_test_files(
     return report
 
 
-def unit_keys(
-    folder: Path, name: str, cache: TestCache, service: str | None = None
-) -> list[Key]:
+def unit_keys(folder: Path, name: str, cache: TestCache, service: str | None = None) -> list[Key]:
     """The cache keys of the units of test file ``name`` (of ``service``'s generated tests,
     keyed by their shapes where they have one), as a build with ``cache`` computes them."""
     identity = Identity(service) if service is not None else None
