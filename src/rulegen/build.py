@@ -441,10 +441,15 @@ def _assemble(
     explanations = tuple(
         Explanation(d.name, d.explains, d.host.label) for d in spec.diagnoses if d.explains
     )
+    examples = tuple(
+        (f"{alert.name}: examples[{index}]", example.origin)
+        for alert in spec.alerts
+        for index, example in enumerate(alert.examples)
+    )
     return ServiceOutput(
         spec.service, spec.source, spec.evaluation_interval, groups, tests, slos=outputs,
         explanations=explanations, prometheus=spec.prometheus,
-        prometheus_origin=spec.prometheus_origin,
+        prometheus_origin=spec.prometheus_origin, case_origins=examples,
     )  # fmt: skip
 
 
@@ -929,15 +934,17 @@ def _map_rule_errors(messages: Sequence[str], result: BuildResult) -> list[Diagn
 def _map_test_errors(
     failures: Sequence[promtool.FailedAssertion], result: BuildResult
 ) -> tuple[list[Diagnostic], list[str]]:
-    """One diagnostic per failed assertion, at the spec position of its alert when rulegen
-    generated it (else at the input the test file comes from); and the text report: each
-    file's ``FAILED:`` block as promtool wrote it, the alert's line behind its position."""
+    """One diagnostic per failed assertion, at the spec position of what it tests when
+    rulegen generated it (a custom alert's example, else the alert), else at the input the
+    test file comes from; and the text report: each file's ``FAILED:`` block as promtool
+    wrote it, each assertion under a line naming that position."""
     origins = {
         rule.alert: rule.origin
         for g in _groups(result).values()
         for rule in g.rules
         if hasattr(rule, "alert")
     }
+    cases = {name: origin for s in result.services for name, origin in s.case_origins}
     found: list[Diagnostic] = []
     report: list[str] = []
     shown = None
@@ -945,18 +952,29 @@ def _map_test_errors(
         if failure.file and failure.file != shown:
             report.append(f"{failure.file}: FAILED:")
             shown = failure.file
-        for line in failure.lines:
-            match = promtool.ALERTNAME.search(line)
-            origin = origins.get(match.group(1)) if match else None
-            report.append(f"{_where(origin)}{line.strip()}" if origin else f"  {line}")
+        origin = _case_origin(failure, cases) or origins.get(failure.alertname or "")
+        if origin is not None:
+            report.append(_where(origin).rstrip())
+        report.extend(f"  {line}" for line in failure.lines)
         message = textwrap.dedent("\n".join(failure.lines)).strip()
-        origin = origins.get(failure.alertname or "")
         if origin is not None:
             found.append(origin.diagnostic(message, codes.PROMTOOL_TEST))
         else:
             source = result.sources.get(failure.file, (failure.file,))[0]
             found.append(Diagnostic(source, 0, 0, FieldPath(), message, codes.PROMTOOL_TEST))
     return found, report
+
+
+def _case_origin(failure: promtool.FailedAssertion, cases: Mapping[str, Origin]) -> Origin | None:
+    """The spec position of the generated test case a failed assertion belongs to (its
+    ``name:`` line; a shared run's name joins its cases' with `` | ``), when known."""
+    for line in failure.lines:
+        text = line.strip()
+        if text.startswith("name: "):
+            for name in text.removeprefix("name: ").rstrip(",").split(" | "):
+                if name in cases:
+                    return cases[name]
+    return None
 
 
 def _where(origin: Origin) -> str:

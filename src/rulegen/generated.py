@@ -300,3 +300,6 @@ class ServiceOutput:
     # the Prometheus the rules and tests are written for, and where the spec says so
     prometheus: PrometheusVersion = DEFAULT
     prometheus_origin: Origin | None = None
+    # the spec position of each generated test case written from the user's own words (a
+    # custom alert's example), by the case's name: where a failure of it points
+    case_origins: tuple[tuple[str, Origin], ...] = ()

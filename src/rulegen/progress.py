@@ -66,9 +66,12 @@ def choose_mode(*, quiet: bool, verbose: bool, progress: bool, tty: bool) -> Mod
 class Progress(Protocol):
     """What a long step of the pipeline reports: that it starts, and each item it finishes."""
 
-    def step(self, label: str, total: int | None = None, weight: float | None = None) -> None:
+    def step(
+        self, label: str, total: int | None = None, weight: float | None = None, workers: int = 1
+    ) -> None:
         """A new step (ending the one before), of ``total`` items weighing ``weight`` in all
-        (the items' estimated costs, for the time left), when it counts items."""
+        (the items' estimated costs, for the time left), done ``workers`` at a time, when it
+        counts items."""
 
     def advance(self, item: str = "", seconds: float | None = None, weight: float = 1.0) -> None:
         """One more item of the step is done: ``item``, which took ``seconds``."""
@@ -77,7 +80,9 @@ class Progress(Protocol):
 class Silent:
     """A ``Progress`` that reports nothing (the library's default)."""
 
-    def step(self, label: str, total: int | None = None, weight: float | None = None) -> None:
+    def step(
+        self, label: str, total: int | None = None, weight: float | None = None, workers: int = 1
+    ) -> None:
         """Nothing to report."""
 
     def advance(self, item: str = "", seconds: float | None = None, weight: float = 1.0) -> None:
@@ -92,6 +97,8 @@ class _Step:
     start: float
     done: int = 0
     weight_done: float = 0.0
+    workers: int = 1
+    seconds_done: float | None = 0.0  # the items' own times (None: one came untimed)
     slowest: tuple[str, float] | None = None
     times: list[tuple[str, float]] = field(default_factory=list)
 
@@ -100,6 +107,10 @@ class _Step:
         could not foresee); timed when ``seconds`` is given."""
         self.done = self.done + 1 if self.total is None else min(self.done + 1, self.total)
         self.weight_done += weight
+        if seconds is None or self.seconds_done is None:
+            self.seconds_done = None
+        else:
+            self.seconds_done += seconds
         if seconds is not None and item:
             self.times.append((item, seconds))
             if self.slowest is None or seconds > self.slowest[1]:
@@ -133,11 +144,13 @@ class Reporter:
 
     # --- what the pipeline calls -----------------------------------------------------------
 
-    def step(self, label: str, total: int | None = None, weight: float | None = None) -> None:
+    def step(
+        self, label: str, total: int | None = None, weight: float | None = None, workers: int = 1
+    ) -> None:
         """End the step in progress and start ``label``."""
         with self.lock:
             self._end()
-            self.current = _Step(label, total, weight, self.clock())
+            self.current = _Step(label, total, weight, self.clock(), workers=max(1, workers))
             if self.mode == "plain":
                 self._print(self._status(self.current, ", "))
             self._draw()
@@ -272,12 +285,18 @@ class Reporter:
 
 
 def _time_left(step: _Step, elapsed: float) -> float | None:
-    """The step's time left: its elapsed time, scaled by the weight still to do over the
-    weight done (the items' cost estimates, or one each)."""
+    """The step's time left: the weight still to do (the items' cost estimates, or one
+    each) at the pace of the weight done. Items done several at a time: the pace is their
+    own times over their weight, shared by the workers (elapsed time alone would count one
+    worker's finished item and none of the others' work in progress: twice the time left
+    on two cores)."""
     if step.total is None or not 0 < step.done < step.total or step.weight_done <= 0:
         return None
     weight = step.weight if step.weight is not None else float(step.total)
-    return max(0.0, elapsed * (weight - step.weight_done) / step.weight_done)
+    left = weight - step.weight_done
+    if step.workers > 1 and step.seconds_done:
+        return max(0.0, left * step.seconds_done / step.weight_done / step.workers)
+    return max(0.0, elapsed * left / step.weight_done)
 
 
 def _seconds(seconds: float) -> str:

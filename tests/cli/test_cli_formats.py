@@ -167,11 +167,13 @@ def test_a_failed_promtool_test_is_mapped_to_its_alert(cli: Cli, in_tmp: Path) -
     write_tree(in_tmp, {"specs/x.yaml": UP, "specs/tests/up.test.yml": WRONG_TEST})
     text = cli("build")
     assert text.code == 1
-    assert text.err.splitlines()[:4] == [
+    # the position on a line of its own, above promtool's block kept whole
+    assert text.err.splitlines()[:5] == [
         "promtool test rules failed:",
         "tests/up.test.yml: FAILED:",
+        "specs/x.yaml:4:5: alerts[0]:",
         "      name: a target up all along,",
-        "specs/x.yaml:4:5: alerts[0]: alertname: TargetDown, time: 5m,",
+        "      alertname: TargetDown, time: 5m,",
     ]
     as_json = cli("build", "--format", "json")
     assert as_json.code == 1
@@ -185,6 +187,45 @@ def test_a_failed_promtool_test_is_mapped_to_its_alert(cli: Cli, in_tmp: Path) -
         "name: a target up all along,",
         "alertname: TargetDown, time: 5m,",
     ]
+
+
+WRONG_EXAMPLE = """
+    version: 1
+    service: gpu
+    alerts:
+      - signal: custom
+        name: GpuTemperatureHigh
+        expr: DCGM_FI_DEV_GPU_TEMP > 85
+        for: 5m
+        severity: warning
+        examples:
+          - series: [{series: 'DCGM_FI_DEV_GPU_TEMP{gpu="0"}', values: '90x20'}]
+            interval: 1m
+            fires_at: [10m]
+            labels: {gpu: "0"}
+            value: 90
+          - series: [{series: 'DCGM_FI_DEV_GPU_TEMP{gpu="0"}', values: '80x20'}]
+            interval: 1m
+            fires_at: [10m]
+            labels: {gpu: "0"}
+            value: 88
+    """
+
+
+@pytest.mark.slow
+def test_a_failed_example_names_the_example(cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/gpu.yaml": WRONG_EXAMPLE})
+    text = cli("build")
+    assert text.code == 1
+    assert text.err.splitlines()[:5] == [
+        "promtool test rules failed:",
+        "tests/gpu.test.yml: FAILED:",
+        "specs/gpu.yaml:15:9: alerts[0].examples[1]:",
+        "      name: GpuTemperatureHigh: examples[1],",
+        "      alertname: GpuTemperatureHigh, time: 10m,",
+    ]
+    [found] = json.loads(cli("build", "--format", "json").out)
+    assert (found["line"], found["column"], found["path"]) == (15, 9, "alerts[0].examples[1]")
 
 
 @pytest.mark.slow

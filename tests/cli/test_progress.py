@@ -121,6 +121,17 @@ def test_the_time_left_weighs_the_files_by_their_cost() -> None:
     )
 
 
+def test_the_time_left_of_files_run_side_by_side_counts_every_worker() -> None:
+    reporter, clock, stream = _reporter("tty")
+    reporter.step(TESTS, total=3, weight=60, workers=2)
+    clock.now += 20
+    # 20s for the first 20 of 60, but the other worker was busy all along: the 40 left take
+    # 40s of promtool, 20s on two workers (the elapsed time alone said 40s)
+    reporter.advance("tests/big.yml", 20.0, weight=20)
+    reporter.tick()
+    assert "· about 20s left ·" in stream.getvalue()
+
+
 def test_a_terminal_line_is_cut_to_the_width_and_escapes_control_characters() -> None:
     reporter, clock, stream = _reporter("tty", width=40)
     reporter.step(TESTS, total=2)

@@ -167,24 +167,26 @@ def _run(
     due_keys = {p.key.name for p in due}
     waiting = {name: keys & due_keys for name, keys in keys_of.items() if keys & due_keys}
     weight = {p.key.name: p.unit.weight for p in due}
-    steps.step(step, total=len(waiting), weight=sum(weight.values()) or None)
+    workers = max(1, min(len(due), jobs or usable_cpus()))
+    steps.step(step, total=len(waiting), weight=sum(weight.values()) or None, workers=workers)
     results: dict[str, promtool.ToolResult] = {}
     spent: dict[str, float] = {}
     if not due:
         return results
-    with tempfile.TemporaryDirectory(prefix="rulegen-units-") as scratch:
-        workers = max(1, min(len(due), jobs or usable_cpus()))
-        with ThreadPoolExecutor(workers) as pool:
-            futures = {
-                pool.submit(_run_one, folder, Path(scratch, f"u{n}"), item): item
-                for n, item in enumerate(due)
-            }
-            for future in as_completed(futures):
-                item = futures[future]
-                outcome, seconds = future.result()
-                results[item.key.name] = outcome
-                spent[item.key.name] = seconds
-                _advance(steps, waiting, item.key.name, spent, weight)
+    with (
+        tempfile.TemporaryDirectory(prefix="rulegen-units-") as scratch,
+        ThreadPoolExecutor(workers) as pool,
+    ):
+        futures = {
+            pool.submit(_run_one, folder, Path(scratch, f"u{n}"), item): item
+            for n, item in enumerate(due)
+        }
+        for future in as_completed(futures):
+            item = futures[future]
+            outcome, seconds = future.result()
+            results[item.key.name] = outcome
+            spent[item.key.name] = seconds
+            _advance(steps, waiting, item.key.name, spent, weight)
     return results
 
 
