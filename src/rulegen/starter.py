@@ -152,13 +152,15 @@ tests:
 
 MAKEFILE = """\
 # rulegen monitoring repository: specs/ in, rules/ out (committed, checked in CI).
+# .rulegen-cache/ keeps the checks that passed (ignored by git, safe to delete): a build after
+# an edit reruns only the promtool tests of what changed.
 .PHONY: build check lint test
 
 build: ## render, validate (promtool, amtool) and write rules/
-\trulegen build
+\trulegen build --test-cache .rulegen-cache
 
 check: ## exit 1 with a diff when the committed rules/ is stale
-\trulegen build --check
+\trulegen build --check --test-cache .rulegen-cache
 
 lint: ## the specs' intent: unscoped selectors, missing runbooks, unreachable tiers...
 \trulegen lint
@@ -167,9 +169,13 @@ test: check lint ## what CI runs
 """
 
 CI = """\
-# GitHub Actions: the committed rules/ is what specs/ generates, validated; lint annotates.
+# GitHub Actions: one validated build checks that the committed rules/ is what specs/ generates
+# (every promtool and amtool test included), with rulegen's test cache kept between runs.
 name: rules
-on: [push, pull_request]
+on:
+  pull_request:
+  push:
+    branches: [main]
 jobs:
   rules:
     runs-on: ubuntu-24.04
@@ -177,18 +183,40 @@ jobs:
       - uses: actions/checkout@v4
       - run: sudo apt-get update && sudo apt-get install -y prometheus prometheus-alertmanager
       - run: pip install "rulegen @ git+https://github.com/<your-org>/rulegen"
-      - run: rulegen build --check --format github
+      - id: tools  # rulegen's version (and commit), promtool's and amtool's: part of the cache key
+        run: |
+          v=$( (pip freeze | grep rulegen; promtool --version; amtool --version) 2>&1 | sha256sum)
+          echo "key=${v:0:16}" >> "$GITHUB_OUTPUT"
+      - id: cache
+        uses: actions/cache/restore@v4
+        with:
+          path: .rulegen-cache
+          key: rulegen-${{ steps.tools.outputs.key }}-${{ hashFiles('specs/**', 'signals/**') }}
+          restore-keys: |
+            rulegen-${{ steps.tools.outputs.key }}-
+            rulegen-
+      # The only validation step; pull requests use the cache but write nothing into it.
+      - run: >-
+          rulegen build --check --format github --test-cache .rulegen-cache
+          ${{ github.event_name == 'pull_request' && '--read-only' || '' }}
+      - if: github.event_name == 'push' && steps.cache.outputs.cache-hit != 'true'
+        uses: actions/cache/save@v4
+        with:
+          path: .rulegen-cache
+          key: ${{ steps.cache.outputs.cache-primary-key }}
       - run: rulegen lint --format github
 """
 
 PRE_COMMIT = """\
-# pre-commit install: build --check and lint before each commit (needs promtool and amtool)
+# pre-commit install: build --check and lint before each commit (needs promtool and amtool);
+# .rulegen-cache/ (ignored by git) keeps the tests that passed, so a commit reruns only
+# the promtool tests of what it changes.
 repos:
   - repo: local  # the rulegen installed on the machine (pip/pipx above); no release tag needed
     hooks:
       - id: rulegen-build-check
         name: rulegen build --check (rules/ matches specs/)
-        entry: rulegen build --check
+        entry: rulegen build --check --test-cache .rulegen-cache
         language: system
         pass_filenames: false
         files: ^(specs|signals|templates|rules)/
@@ -200,18 +228,27 @@ repos:
         files: ^(specs|signals|templates)/
 """
 
+GITIGNORE = """\
+# rulegen's test cache (make build, make check, the pre-commit hook): the checks that passed
+# and each service's rendered files, under the hashes of their inputs; safe to delete.
+.rulegen-cache/
+# rulegen repair's journal (docs/slos.md of rulegen)
+.rulegen-repair/
+"""
+
 README = """\
 # Monitoring rules
 
-Made by `rulegen init`. Edit `specs/`, run `make build` (or `rulegen build`), commit `specs/`
-and `rules/` together; CI (`.github/workflows/rules.yml`) runs `rulegen build --check` and
-`rulegen lint`.
+Made by `rulegen init`. Edit `specs/`, run `make build`, commit `specs/` and `rules/`
+together; CI (`.github/workflows/rules.yml`) and the pre-commit hook run
+`rulegen build --check` (every promtool and amtool test) and `rulegen lint`.
 
 - `specs/vllm-chat.yaml`: a service spec (alerts and SLOs)
 - `specs/routing.yaml`, `specs/alertmanager/base.yml`: Alertmanager routing
 - `specs/tests/`: promtool tests of your own, run with the generated ones
 - `rules/`: generated, do not edit
 - `schema/`: JSON Schemas for your editor (the first line of each file names one)
+- `.rulegen-cache/`: the tests that passed, so a build reruns only what changed (not committed)
 """
 
 
@@ -223,6 +260,7 @@ def starter_files(schemas: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
         "Makefile": MAKEFILE,
         ".github/workflows/rules.yml": CI,
         ".pre-commit-config.yaml": PRE_COMMIT,
+        ".gitignore": GITIGNORE,
         "specs/vllm-chat.yaml": SPEC,
         "specs/routing.yaml": ROUTING,
         "specs/alertmanager/base.yml": BASE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ Cli = Callable[..., CliResult]
 
 STARTER = [
     ".github/workflows/rules.yml",
+    ".gitignore",
     ".pre-commit-config.yaml",
     "Makefile",
     "README.md",
@@ -43,7 +45,7 @@ def _files(root: Path) -> list[str]:
 )
 def test_init_then_build_and_lint_pass(tmp_path: Path) -> None:
     made = run_rulegen("init", "repo", cwd=tmp_path)
-    assert (made.code, made.out) == (0, "wrote 11 files to repo/; next: cd repo && rulegen build\n")
+    assert (made.code, made.out) == (0, "wrote 12 files to repo/; next: cd repo && rulegen build\n")
     root = tmp_path / "repo"
     assert _files(root) == STARTER
     built = run_rulegen("build", cwd=root)
@@ -80,3 +82,56 @@ def test_the_getting_started_page_shows_the_files_init_writes() -> None:
     page = (REPO / "docs/getting-started.md").read_text()
     for text in (starter.SPEC, starter.ROUTING, starter.CI):
         assert f"\n{text}```\n" in page
+
+
+CACHE = ".rulegen-cache"
+
+
+def test_the_ci_page_and_the_readme_show_the_ci_job_and_hooks_init_writes() -> None:
+    """One CI recipe and one hook configuration: what ``init`` writes is what the docs show."""
+    ci_page = (REPO / "docs/ci.md").read_text()
+    assert f"```yaml ci\n{starter.CI}```\n" in ci_page
+    assert starter.PRE_COMMIT.split("repos:\n", 1)[1] in ci_page
+    readme = (REPO / "README.md").read_text()
+    steps = "\n".join(line.split("  #")[0].rstrip() for line in starter.CI.splitlines())
+    shown = [line for line in steps.splitlines() if line and not line.lstrip().startswith("#")]
+    assert "\n".join(shown) in readme
+
+
+def test_ci_make_and_the_hooks_validate_once_with_one_ignored_cache() -> None:
+    """The CI job, ``make build``/``check`` and the build-check hook (local and remote) run
+    the build with the same ``--test-cache`` folder, the one ``.gitignore`` names, and CI runs
+    no second build or promtool: the cache saves the tests only if every run uses it."""
+    flag = f"--test-cache {CACHE}"
+    ci_runs = [line for line in starter.CI.splitlines() if "rulegen build" in line]
+    assert ci_runs == [f"          rulegen build --check --format github {flag}"]
+    assert "promtool test" not in starter.CI
+    triggers = yaml.safe_load(starter.CI)[True]  # YAML 1.1 reads the key `on` as true
+    assert triggers == {"pull_request": None, "push": {"branches": ["main"]}}  # main saves
+    assert f"\trulegen build {flag}\n" in starter.MAKEFILE
+    assert f"\trulegen build --check {flag}\n" in starter.MAKEFILE
+    local = {h["id"]: h for h in yaml.safe_load(starter.PRE_COMMIT)["repos"][0]["hooks"]}
+    assert local["rulegen-build-check"]["entry"] == f"rulegen build --check {flag}"
+    remote = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    for hook_id, hook in remote.items():
+        assert " ".join([hook["entry"], *hook.get("args", [])]) == local[hook_id]["entry"]
+    assert f"{CACHE}/" in starter.GITIGNORE.splitlines()
+
+
+@pytest.mark.slow  # runs git (fast, but the suite's rule: a real tool is slow)
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_ignores_the_cache_of_an_initd_repository(in_tmp: Path, cli: Cli) -> None:
+    assert cli("init").code == 0
+    subprocess.run(["git", "init", "-q"], check=True)
+    (in_tmp / CACHE / "render").mkdir(parents=True)
+    (in_tmp / CACHE / "render/entry.json").write_text("{}")
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", f"{CACHE}/render/entry.json"], check=False
+    )
+    assert ignored.returncode == 0
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    assert CACHE not in status
+    assert ".gitignore" in status
