@@ -169,3 +169,10 @@ def test_files_it_cannot_read_with_certainty_run_whole(tmp_path: Path) -> None:
     assert testunits.split(tmp_path, "missing.yml") is None
     (tmp_path / "bad.yml").write_text(_test(_case("c", promql_expr_test=[_expr("sum(")])))
     assert testunits.split(tmp_path, "bad.yml") is None
+
+
+def test_a_recording_named_like_the_alerts_series_runs_whole(tmp_path: Path) -> None:
+    rules = RULES.replace("record: budget", "record: ALERTS")
+    (tmp_path / "rules.yml").write_text(textwrap.dedent(rules))
+    (tmp_path / "t.yml").write_text(_test(_case("c", promql_expr_test=[_expr("ALERTS")])))
+    assert testunits.split(tmp_path, "t.yml") is None

@@ -138,6 +138,8 @@ def _rules_of(rule_file: dict[str, Any]) -> list[_Rule]:
         for rule in group.get("rules") or []:
             alert = "alert" in rule
             name = str(rule["alert"] if alert else rule["record"])
+            if not alert and name in ("ALERTS", "ALERTS_FOR_STATE"):
+                raise ValueError("a recording of the alerts' own series")  # runs whole
             reads = _expr_reads(str(rule["expr"]))
             shown: tuple[_Read, ...] = ()
             if alert:
