@@ -824,8 +824,9 @@ def _validate_tests(
         return _validate_whole_files(folder, result, tests, jobs, steps, junit)
     identities = {name: Identity(owner) for name, owner in result.owners.items()}
     weights = _weights(result, tests)
+    loads = {name: [rule_file] for name, rule_file in result.loads.items()}
     report = run_test_files(
-        folder, tests, cache, identities, weights.__getitem__, jobs, steps, TEST_STEP
+        folder, tests, cache, identities, weights.__getitem__, jobs, steps, TEST_STEP, loads
     )
     if not report.ok:
         _raise_test_failures(list(report.failures), report.silent, result)

@@ -307,21 +307,26 @@ def test_an_edited_marker_of_a_passing_test_is_rerun_and_replaced(cli: Cli, in_t
     assert cli("build", "--test-cache", "cache").code == 0
     version = promtool.build_info()
     assert version is not None
-    key = unit_keys(in_tmp / "rules", "tests/web.test.yml", TestCache(in_tmp / "cache", version),
-                    "web")[0]  # fmt: skip
-    marker = in_tmp / "cache" / key.name
-    good = marker.read_bytes()
-    edited = json.loads(good)
-    edited["inputs"][1][1] = "0" * 64  # another rule file's hash
-    marker.write_text(json.dumps(edited))
+    cache = TestCache(in_tmp / "cache", version)
+    whole = cache.key(in_tmp / "rules", "tests/web.test.yml")
+    assert whole is not None
+    units = unit_keys(in_tmp / "rules", "tests/web.test.yml", cache, "web")
+    # the file's own marker (whole) and its units' markers: edit them all
+    markers = [in_tmp / "cache" / key.name for key in (whole, *units)]
+    good = {marker: marker.read_bytes() for marker in markers}
+    for marker in markers:
+        edited = json.loads(good[marker])
+        edited["inputs"][-1][1] = "0" * 64  # another input's hash
+        marker.write_text(json.dumps(edited))
     rerun = cli("build", "--test-cache", "cache")
     assert rerun.code == 0, rerun.err
     assert _tests_line(rerun).endswith("(0 unchanged since a recorded pass, not rerun)")
     assert _warnings(rerun) == [
-        f"rulegen: warning: test cache: cache/{key.name}: does not match the files it vouches "
+        f"rulegen: warning: test cache: cache/{marker.name}: does not match the files it vouches "
         "for (edited); ignored, checked again"
+        for marker in markers
     ]
-    assert marker.read_bytes() == good
+    assert {marker: marker.read_bytes() for marker in markers} == good
     again = cli("build", "--test-cache", "cache")
     assert not _warnings(again), again.err
     assert _tests_line(again).endswith("(1 unchanged since a recorded pass, not rerun)")

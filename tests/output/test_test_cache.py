@@ -77,10 +77,10 @@ def test_a_second_build_reruns_only_the_changed_service(in_tmp: Path, cli: Cli) 
         "promtool test rules: 3 file(s) passed (0 unchanged since a recorded pass, not rerun)"
     )
     # one marker per distinct test unit (web's and api's disk tests are the same after renaming
-    # the service: one unit; the user's test another), one per rule file for `promtool check
-    # rules` (beside the render cache's folder)
+    # the service: one unit; the user's test another), one per test file whole (3), one per
+    # rule file for `promtool check rules` (2), beside the render cache's folder
     markers = [p for p in (in_tmp / "cache").iterdir() if p.name != "render"]
-    assert len(markers) == 4
+    assert len(markers) == 7
     again = cli("build", "--test-cache", "cache")
     assert _tests_line(again).endswith("(3 unchanged since a recorded pass, not rerun)")
     _repo(in_tmp, web_limit=12)

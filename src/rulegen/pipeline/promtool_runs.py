@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rulegen.fanout import usable_cpus
 from rulegen.pipeline import testunits
@@ -68,20 +69,33 @@ def run_test_files(
     jobs: int | None,
     steps: Progress,
     step: str,
+    loads: Mapping[str, Sequence[str]] | None = None,
 ) -> RunReport:
     """Cut each of ``files`` (relative to ``folder``) into units, run each distinct unit the
     cache does not vouch for (``jobs`` at once, the longest first) and report per file on
-    ``steps``. ``identities``: the identity of the service each generated file belongs to,
-    for its shape; ``weight_of``: a file's estimated cost when it cannot be cut."""
-    planned = {name: _plan(folder, name, cache, identities.get(name), weight_of)
-               for name in files}  # fmt: skip
+    ``steps``. ``identities``: the identity of the service each generated file belongs to
+    (its units' shapes; it also marks the file as rulegen's own output); ``weight_of``: a
+    file's estimated cost when it cannot be cut; ``loads``: the rule files a generated test
+    file loads (spares reading them from it).
+
+    A file whose every unit passed is also recorded whole (its bytes and its rule files'),
+    so an unchanged file is vouched for without being cut again."""
+    loads = loads or {}
+    whole = {name: _whole_key(folder, name, cache, loads.get(name)) for name in files}
+    vouched = [name for name in files if cache and cache.passed(whole[name])]
+    memo: dict[Any, Any] = {}
+    planned = {
+        name: _plan(folder, name, cache, identities.get(name), weight_of, memo)
+        for name in files
+        if name not in vouched
+    }
     first: dict[str, _Planned] = {}
     for units in planned.values():
         for item in units:
             first.setdefault(item.key.name, item)
     due = [p for p in first.values() if not (cache and cache.passed(p.key))]
     due.sort(key=lambda p: p.unit.weight, reverse=True)
-    report = RunReport(units=sum(len(u) for u in planned.values()))
+    report = RunReport(units=sum(len(u) for u in planned.values()), files_reused=len(vouched))
     results = _run(folder, due, planned, jobs, steps, step)
     ran = {p.key.name for p in due}
     for name, units in planned.items():
@@ -89,11 +103,35 @@ def run_test_files(
             report.files_reused += 1
         for item in units:
             _account(report, name, item, results, ran, first)
-    for item in due:
-        outcome = results[item.key.name]
-        if outcome.ok and cache and (problem := cache.remember(item.key)):
-            report.unrecorded.append(problem)
+    if cache is not None:
+        _record(cache, due, planned, results, whole, report)
     return report
+
+
+def _record(
+    cache: TestCache,
+    due: Sequence[_Planned],
+    planned: Mapping[str, Sequence[_Planned]],
+    results: Mapping[str, promtool.ToolResult],
+    whole: Mapping[str, Key | None],
+    report: RunReport,
+) -> None:
+    """Each passed unit, and each file all of whose units passed (whole)."""
+    for item in due:
+        if results[item.key.name].ok and (problem := cache.remember(item.key)):
+            report.unrecorded.append(problem)
+    for name, units in planned.items():
+        if all(item.key.name not in results or results[item.key.name].ok for item in units):
+            cache.remember(whole[name])
+
+
+def _whole_key(
+    folder: Path, name: str, cache: TestCache | None, rule_files: Sequence[str] | None
+) -> Key | None:
+    """The key of a test file run whole: its bytes, its rule files' and promtool's version."""
+    if cache is None:
+        return None
+    return cache.key(folder, name, list(rule_files) if rule_files is not None else None)
 
 
 def unit_keys(folder: Path, name: str, cache: TestCache, service: str | None = None) -> list[Key]:
@@ -133,9 +171,10 @@ def _plan(
     cache: TestCache | None,
     identity: Identity | None,
     weight_of: Callable[[str], float],
+    memo: dict[Any, Any] | None = None,
 ) -> list[_Planned]:
     version = cache.promtool_version if cache else ""
-    units = testunits.split(folder, name)
+    units = testunits.split(folder, name, trusted=identity is not None, memo=memo)
     if units is None:
         whole = Unit(name, (), (), weight_of(name), True)
         key = cache.key(folder, name) if cache else None
@@ -144,7 +183,7 @@ def _plan(
         return [_Planned(whole, key, False)]
     out = []
     for unit in units:
-        shape = shape_of(unit.files, identity) if identity is not None else None
+        shape = shape_of(unit.files, identity, unit.data) if identity is not None else None
         if shape is None:
             key = check_key(version, "test unit", unit.files)
         else:

@@ -81,10 +81,11 @@ class _Census:
 
 
 def shape_of(
-    files: Sequence[tuple[str, bytes]], identity: Identity
+    files: Sequence[tuple[str, bytes]], identity: Identity, parsed: Sequence[Any] = ()
 ) -> list[tuple[str, bytes]] | None:
     """The unit's files with the service name renamed, or ``None`` when the renaming might
-    change promtool's result (or the name does not occur: nothing to share)."""
+    change promtool's result (or the name does not occur: nothing to share). ``parsed``:
+    the files' data, when the caller has it (else each file is parsed)."""
     name = identity.service
     if not _PLAIN_NAME.fullmatch(name) or len(name) < 2:
         return None
@@ -92,8 +93,12 @@ def shape_of(
         return None
     census = _Census(name)
     try:
-        for file_name, data in files:
-            loaded = load_text(decode_source(data, file_name), file_name).data
+        for index, (file_name, data) in enumerate(files):
+            loaded = (
+                parsed[index]
+                if len(parsed) == len(files)
+                else load_text(decode_source(data, file_name), file_name).data
+            )
             census.everywhere += sum(s.count(name) for s in _strings(loaded))
             if file_name.startswith("rules-"):
                 _rule_file(loaded, census)

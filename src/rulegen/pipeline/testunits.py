@@ -31,15 +31,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from rulegen.core import promql
 from rulegen.output import dump_yaml
 from rulegen.source.loader import LoadError, decode_source, load_text
 
 TEST_NAME = "test.yml"
+_FAST: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _GLOB = ("*", "?", "[")
 _CHECKS = ("alert_rule_test", "promql_expr_test")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
@@ -66,6 +69,8 @@ class Unit:
     files: tuple[tuple[str, bytes], ...]
     weight: float
     whole: bool
+    # the files' data, as dumped (what ``rulegen.pipeline.shapes`` reads instead of parsing)
+    data: tuple[Any, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -87,11 +92,18 @@ class _Read:
     matchers: tuple[tuple[str, str], ...] = ()
 
 
-def split(folder: Path, test_file: str) -> list[Unit] | None:
+def split(
+    folder: Path, test_file: str, *, trusted: bool = False, memo: dict[Any, Any] | None = None
+) -> list[Unit] | None:
     """The units of ``folder/test_file``, in the order of their first case; ``None`` when
     the file cannot be read as a promtool test file of known rule files (then it runs whole,
-    as promtool would run it)."""
-    loaded = _load(folder / test_file)
+    as promtool would run it).
+
+    ``trusted``: the files are rulegen's own output, just written (read with libyaml's plain
+    loader; a user's test file goes through the spec loader's guards); ``memo``: rule files
+    already read by this build, by path (a rule file is loaded by several test files).
+    """
+    loaded = _load(folder / test_file, trusted)
     if not isinstance(loaded, dict) or not isinstance(loaded.get("tests"), list):
         return None
     names = loaded.get("rule_files")
@@ -99,11 +111,16 @@ def split(folder: Path, test_file: str) -> list[Unit] | None:
         return None
     if any(char in name for name in names for char in _GLOB):
         return None
-    rule_files = [_load((folder / test_file).parent / name) for name in names]
+    memo = {} if memo is None else memo
+    paths = [(folder / test_file).parent / name for name in names]
+    for path in paths:
+        if path not in memo:
+            memo[path] = _load(path, trusted)
+    rule_files = [memo[path] for path in paths]
     if not all(isinstance(f, dict) and isinstance(f.get("groups"), list) for f in rule_files):
         return None
     try:
-        rules = [_rules_of(f) for f in rule_files]
+        rules = [_memo_rules(memo, path) for path in paths]
         interval = seconds(str(loaded.get("evaluation_interval", "1m")))
         by_closure: dict[_Kept, list[dict[str, Any]]] = {}
         for case in loaded["tests"]:
@@ -124,12 +141,22 @@ def seconds(duration: str) -> float:
     return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION.findall(duration))
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, trusted: bool) -> Any:
     try:
         raw = path.read_bytes()
+        if trusted:
+            return yaml.load(raw, Loader=_FAST)  # noqa: S506 (a safe loader, C or Python)
         return load_text(decode_source(raw, path.name), path.name).data
-    except (OSError, LoadError):
+    except (OSError, LoadError, yaml.YAMLError, UnicodeDecodeError):
         return None
+
+
+def _memo_rules(memo: dict[Any, Any], path: Path) -> list[_Rule]:
+    key = ("rules", path)
+    if key not in memo:
+        memo[key] = _rules_of(memo[path])
+    found: list[_Rule] = memo[key]
+    return found
 
 
 def _rules_of(rule_file: dict[str, Any]) -> list[_Rule]:
@@ -371,14 +398,18 @@ def _unit(
     header = {k: v for k, v in loaded.items() if k not in ("rule_files", "tests")}
     test = {"rule_files": cut_names, **header, "tests": cases}
     files = [(TEST_NAME, _dump(test))]
+    data: list[Any] = [test]
     size = 0
     for f, (name, original, found) in enumerate(zip(cut_names, rule_files, rules, strict=True)):
         chosen = [rule for i, rule in enumerate(found) if (f, i) in kept]
-        files.append((name, _dump(_cut(original, chosen))))
+        cut = _cut(original, chosen)
+        files.append((name, _dump(cut)))
+        data.append(cut)
         size += sum(rule.size for rule in chosen)
     whole = len(kept) == sum(len(found) for found in rules)
     titles = tuple(str(case.get("name", "")) for case in cases)
-    return Unit(source, titles, tuple(files), _steps(cases, interval) * max(size, 1), whole)
+    weight = _steps(cases, interval) * max(size, 1)
+    return Unit(source, titles, tuple(files), weight, whole, tuple(data))
 
 
 def _cut(rule_file: dict[str, Any], kept: Iterable[_Rule]) -> dict[str, Any]:
