@@ -507,7 +507,7 @@ def _shape_problems(rule: dict[str, Any], where: PathKey, what: str) -> list[Pro
 def _expr_problems(expr: Any, alert: bool, where: PathKey, what: str) -> list[Problem]:
     if not isinstance(expr, str) or not expr.strip():
         return [((*where, "expr"), f"{what}: needs `expr`, a PromQL expression", False)]
-    if (error := promql.check_syntax(expr)) is not None:
+    if (error := promql.syntax_error(expr)) is not None:
         return [((*where, "expr"), f"{what}: invalid PromQL: {error}", False)]
     if alert and (kind := promql.result_type(expr)) != "vector":
         return [((*where, "expr"), f"{what}: returns a {kind}, not an instant vector "
