@@ -48,6 +48,7 @@ class Case:
     spec: str
     out: str
     code: int = 0
+    argv: tuple[str, ...] = ()  # more ``lint`` arguments
 
 
 CASES = [
@@ -313,6 +314,47 @@ CASES = [
         "of its own\n",
     ),
     Case(
+        "selector/unscoped: a catalog alert whose family has no selector, custom alerts and a "
+        "recording that read a metric with no matcher",
+        spec("""
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, severity: warning}
+          - {signal: custom, name: TargetDown, expr: up == 0, severity: critical}
+          - signal: custom
+            name: ConntrackFull
+            expr: node_nf_conntrack_entries / node_nf_conntrack_entries_limit > 0.9
+            severity: warning
+          - {signal: custom, name: WebDown, expr: 'up{job="web"} == 0', severity: critical}
+          - {signal: custom, name: WebLow, expr: 'web:up:sum < 1', severity: warning}
+        recordings:
+          - {record: 'web:up:sum', expr: sum(up)}
+        """),
+        "specs/web.yaml:6:5: [selector/unscoped] warning: TTFTLatencyHigh: reads "
+        "vllm:time_to_first_token_seconds_bucket with no label matcher, so it counts the series "
+        "of every service and target; add the spec's selectors: for the metric's family (e.g. "
+        "vllm: 'job=\"vllm\"') or a matcher of its own\n"
+        "specs/web.yaml:7:5: [selector/unscoped] warning: TargetDown: reads up with no label "
+        "matcher, so it counts the series of every service and target; give it a label matcher "
+        'in the expression (e.g. up{job="web"})\n'
+        "specs/web.yaml:8:5: [selector/unscoped] warning: ConntrackFull: reads "
+        "node_nf_conntrack_entries, node_nf_conntrack_entries_limit with no label matcher, so it "
+        "counts the series of every service and target; give it a label matcher in the "
+        'expression (e.g. up{job="web"})\n'
+        "specs/web.yaml:15:5: [selector/unscoped] warning: web:up:sum: reads up with no label "
+        "matcher, so it counts the series of every service and target; give it a label matcher "
+        'in the expression (e.g. up{job="web"})\n',
+        argv=("--disable", "custom/untested"),
+    ),
+    Case(
+        "selector/unscoped: the family's selectors scope a catalog alert",
+        spec("""
+        selectors: {vllm: 'job="vllm"'}
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, severity: warning}
+        """),
+        "",
+    ),
+    Case(
         "selector/unscoped: an SLI of a known family gets the spec's selectors and is fine",
         spec("""
         selectors: {vllm: 'job="vllm"'}
@@ -402,10 +444,16 @@ CASES = [
 ]
 
 
+OTHER_CHECKS = ("--disable", "selector/unscoped")
+"""What the cases of the other checks run with: their small specs have no ``selectors:``, so
+``selector/unscoped`` would report every alert of them too."""
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_lint_check(case: Case, cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": case.spec})
-    result = cli("lint")
+    others = () if case.id.startswith("selector/unscoped") else OTHER_CHECKS
+    result = cli("lint", *case.argv, *others)
     assert (result.out, result.code) == (case.out, case.code), result.err
     assert result.err == ""
 
@@ -428,7 +476,7 @@ def test_custom_untested_counts_a_user_test_beside_the_specs(cli: Cli, in_tmp: P
 
 def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": CASES[1].spec})
-    result = cli("lint", "--format", "json")
+    result = cli("lint", "--format", "json", *OTHER_CHECKS)
     assert json.loads(result.out) == [
         {
             "file": "specs/web.yaml",
@@ -441,7 +489,7 @@ def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
             "hint": "",
         }
     ]
-    github = cli("lint", "--format", "github")
+    github = cli("lint", "--format", "github", *OTHER_CHECKS)
     assert github.out.startswith(
         "::warning file=specs/web.yaml,line=6,col=56,title=rulegen rate/window::"
         "DiskUtilizationHigh: window 30s"
@@ -582,7 +630,7 @@ def test_inline_disable_comment(
 ) -> None:
     text = window_spec(**where)
     write_tree(in_tmp, {"specs/web.yaml": text})
-    result = cli("lint")
+    result = cli("lint", *OTHER_CHECKS)
     assert result.err == ""
     assert (result.out == "") is silenced, result.out
     if not silenced:
@@ -643,7 +691,7 @@ def test_an_unknown_id_in_a_comment_is_a_spec_error(cli: Cli, in_tmp: Path) -> N
 )
 def test_disable_option(argv: tuple[str, ...], out: str, cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": CASES[1].spec})
-    result = cli("lint", *argv)
+    result = cli("lint", *OTHER_CHECKS, *argv)
     assert (result.code, result.out, result.err) == (0, out, "")
 
 
