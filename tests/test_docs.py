@@ -397,6 +397,21 @@ def test_signal_table_is_generated_from_the_catalog(update_golden: bool) -> None
     )
 
 
+def test_a_metric_no_exporter_provides_says_where_it_comes_from() -> None:
+    """The weight-loading signals' default metric is the example fleet's own: the page says
+    so, what vLLM offers instead (no metric, a log line) and how to name another one."""
+    page = (REPO / "docs/signals.md").read_text(encoding="utf-8")
+    section = page.split("## The weight-loading metric", 1)[1].split("\n## ", 1)[0]
+    signals = [s for s in load_catalog().signals.values() if s.family == "weights"]
+    assert len(signals) == 2
+    for signal in signals:
+        assert f"`{signal.params['metric'].default}`" in section, signal.signal
+        assert f"{signal.signal}: {{metric: " in section, signal.signal
+    assert "no exporter provides it upstream" in section
+    assert "vllm-versions.md" in section
+    assert "Model loading took" in section
+
+
 def lint_check_ids() -> set[str]:
     """Check ids (``area/name`` string literals) in the lint package's source."""
     ids: set[str] = set()
