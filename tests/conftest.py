@@ -383,9 +383,11 @@ def rendered_rules(root: Path, files: Mapping[str, str]) -> Path:
     return root / "rules"
 
 
-def spec_errors(*lines: str) -> tuple[str, ...]:
-    """The stderr of a spec error: the diagnostics, then the summary line."""
-    return (*lines, f"rulegen: {len(lines)} error(s); nothing written")
+def spec_errors(*lines: str, writes: bool = True) -> tuple[str, ...]:
+    """The stderr of a spec error: the diagnostics, then the summary line (which says
+    "nothing written" when the command writes files: not ``lint``, ``explain``, ``diff``)."""
+    written = "; nothing written" if writes else ""
+    return (*lines, f"rulegen: {len(lines)} error(s){written}")
 
 
 def promtool_test(test_file: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:

@@ -152,7 +152,8 @@ tests:
 
 MAKEFILE = """\
 # rulegen monitoring repository: specs/ in, rules/ out (committed, checked in CI).
-.PHONY: build check lint test
+# `make help` lists the targets.
+.PHONY: build check lint test help
 
 build: ## render, validate (promtool, amtool) and write rules/
 \trulegen build
@@ -164,6 +165,9 @@ lint: ## the specs' intent: unscoped selectors, missing runbooks, unreachable ti
 \trulegen lint
 
 test: check lint ## what CI runs
+
+help: ## list the targets
+\t@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-6s %s\\n", $$1, $$2}'
 """
 
 CI = """\

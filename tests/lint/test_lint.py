@@ -35,6 +35,9 @@ HEAD = """
     """
 
 
+CLEAN = "lint: 1 file(s), no findings\n"  # what a clean run prints
+
+
 def spec(body: str) -> str:
     """The common head and ``body``, each dedented (they are indented differently)."""
     return textwrap.dedent(HEAD) + textwrap.dedent(body)
@@ -58,7 +61,7 @@ CASES = [
         alerts:
           - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "rate/window: a 30s window at a 15s scrape",
@@ -77,7 +80,7 @@ CASES = [
         alerts:
           - {signal: disk_utilization, threshold: 90%, window: 1m, for: 5m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "for/too-short: 45s at a 30s evaluation interval",
@@ -95,7 +98,7 @@ CASES = [
         alerts:
           - {signal: requests_waiting, threshold: 5, for: 1m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "for/unreachable: %util > 95% for 30s over a 1m window",
@@ -115,7 +118,7 @@ CASES = [
         alerts:
           - {signal: disk_utilization, threshold: 95%, for: 1m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "slo/unreachable-tier: 95% leaves a page tier at 72% errors",
@@ -139,7 +142,7 @@ CASES = [
             evaluation_interval: 1m
             sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "slo/retention: a 30d SLO on a 15d retention is an error",
@@ -166,7 +169,7 @@ CASES = [
             evaluation_interval: 1m
             sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "annotation/runbook: a critical alert without a runbook",
@@ -212,7 +215,7 @@ CASES = [
         diagnoses:
           - {kind: ttft_disk_bound, severity: critical}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "label/severity: an SLO ticket more severe than its page",
@@ -287,7 +290,7 @@ CASES = [
           - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning,
              labels: {team: db}}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "custom/untested: a custom alert with no examples and no test of its own",
@@ -352,7 +355,7 @@ CASES = [
         alerts:
           - {signal: ttft_latency, threshold: 500ms, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "selector/unscoped: an SLI of a known family gets the spec's selectors and is fine",
@@ -366,7 +369,7 @@ CASES = [
                 errors: 'vllm:request_success_total{finished_reason="abort"}'
                 total: 'vllm:request_success_total'
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "promql/version: a function added after the declared release, and an experimental one",
@@ -422,7 +425,7 @@ CASES = [
           - record: job:requests:rate5m
             expr: 'sum by ("k8s.pod") (rate({"http.requests", code=~"5.."}[5m]))'
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "custom/untested: a custom alert with examples is fine",
@@ -439,7 +442,7 @@ CASES = [
                 silent_at: [0s]
                 labels: {job: node, instance: a}
         """),
-        "",
+        CLEAN,
     ),
 ]
 
@@ -468,7 +471,7 @@ def test_custom_untested_counts_a_user_test_beside_the_specs(cli: Cli, in_tmp: P
               - {eval_time: 1m, alertname: NodeDown, exp_alerts: []}
         """
     write_tree(in_tmp, {"specs/web.yaml": case.spec, "specs/tests/node.test.yml": test})
-    assert (cli("lint").out, cli("lint", "specs/web.yaml").out) == ("", "")
+    assert (cli("lint").out, cli("lint", "specs/web.yaml").out) == (CLEAN, CLEAN)
     other = test.replace("NodeDown", "NodeUp")
     write_tree(in_tmp, {"specs/tests/node.test.yml": other})
     assert cli("lint").out == case.out
@@ -501,7 +504,8 @@ def test_the_example_specs_are_clean(cli: Cli, in_tmp: Path) -> None:
     copy_specs(repo / "specs", in_tmp / "specs")
     shutil.copytree(repo / "signals", in_tmp / "signals")
     result = cli("lint")
-    assert (result.code, result.out, result.err) == (0, "", "")
+    files = "lint: 2 file(s), no findings\n"  # llm-serving.yaml and routing.yaml
+    assert (result.code, result.out, result.err) == (0, files, "")
 
 
 def test_a_broken_spec_exits_2(cli: Cli, in_tmp: Path) -> None:
@@ -544,7 +548,7 @@ def test_a_spec_error_in_each_format(fmt: str, out: object, cli: Cli, in_tmp: Pa
     result = cli("lint", "--format", fmt)
     assert result.code == 2
     assert (json.loads(result.out) if fmt == "json" else result.out) == out
-    trailer = "rulegen: 1 error(s); nothing written"
+    trailer = "rulegen: 1 error(s)"  # lint writes nothing: no "nothing written"
     assert result.err.splitlines() == ([BROKEN_LINE, trailer] if fmt == "text" else [trailer])
 
 
@@ -584,6 +588,7 @@ def test_every_check_has_a_summary_line_and_a_one_paragraph_doc(check: Check) ->
     assert "\n" not in check.summary
     assert check.doc
     assert "\n\n" not in check.doc
+    assert "``" not in check.doc  # plain text: lint --list --format json carries it
     assert check.severity in ("error", "warning", "info")
     docs = REPO / "docs" / "checks" / f"{check.id}.md"
     assert f"**Severity:** {check.severity}" in docs.read_text(encoding="utf-8")
@@ -632,7 +637,7 @@ def test_inline_disable_comment(
     write_tree(in_tmp, {"specs/web.yaml": text})
     result = cli("lint", *OTHER_CHECKS)
     assert result.err == ""
-    assert (result.out == "") is silenced, result.out
+    assert (result.out == CLEAN) is silenced, result.out
     if not silenced:
         assert "[rate/window]" in result.out
 
@@ -670,7 +675,8 @@ def test_an_unknown_id_in_a_comment_is_a_spec_error(cli: Cli, in_tmp: Path) -> N
     assert (result.code, result.out) == (2, "")
     assert tuple(result.err.splitlines()) == spec_errors(
         f"specs/web.yaml:{line}:{column}: unknown lint check 'rate/windw' in a "
-        "`# rulegen: disable=` comment (rulegen lint --list shows the checks)"
+        "`# rulegen: disable=` comment (rulegen lint --list shows the checks)",
+        writes=False,
     )
 
 
@@ -678,8 +684,8 @@ def test_an_unknown_id_in_a_comment_is_a_spec_error(cli: Cli, in_tmp: Path) -> N
     ("argv", "out"),
     [
         ((), CASES[1].out),
-        (("--disable", "rate/window"), ""),
-        (("--disable", "for/too-short", "--disable", "rate/window"), ""),
+        (("--disable", "rate/window"), CLEAN),
+        (("--disable", "for/too-short", "--disable", "rate/window"), CLEAN),
         (("--disable", "for/too-short"), CASES[1].out),
     ],
     ids=[
@@ -803,4 +809,4 @@ def test_online_checks_pass_on_a_matching_spec(live: str, cli: Cli, in_tmp: Path
         """)
     write_tree(in_tmp, {"specs/web.yaml": clean})
     result = cli("lint", "--prometheus", live)
-    assert (result.code, result.out, result.err) == (0, "", "")
+    assert (result.code, result.out, result.err) == (0, CLEAN, "")

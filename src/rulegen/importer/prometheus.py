@@ -752,10 +752,11 @@ def _rewrite_tests(
                 if rewritten is not None:
                     sample["labels"] = rewritten
                     counts[1] += 1
+    # --severity is named only when it was given (else the severities are the rules' own)
+    added = "service, and severity from --severity" if run.options.severity else "service, severity"
     return (
-        f"the labels rulegen adds (service, and severity from --severity) written into "
-        f"{counts[0]} expected alert(s) and `service` into {counts[1]} expected "
-        "sample(s) of imported recordings"
+        f"the labels rulegen adds ({added}) written into {counts[0]} expected alert(s) and "
+        f"`service` into {counts[1]} expected sample(s) of imported recordings"
     )
 
 
