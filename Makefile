@@ -41,20 +41,26 @@ BOOKWORM_TESTS := tests/alerts/test_generated_tests_catch_mutations.py \
 
 # pytest in $(1) processes side by side (--shard i/$(1)) with the arguments $(2), in the
 # environment $(3) (a tool stack's PATH and variables): the first
-# prints as it goes, the others' output follows. First the package is compiled to bytecode
+# prints as it goes (in colour on a terminal), the others' output follows, then one line adds
+# up all of them (tests/support/shard_total.py: each process's "deselected" are the tests the
+# others ran, not skipped ones). First the package is compiled to bytecode
 # once (PYTHONDONTWRITEBYTECODE=1 environments otherwise compile it in every `rulegen`
 # process the tests start; nothing is done when it is up to date).
 define run_shards
 	-@$(BIN)/python -m compileall -q src
-	@status=0; logs=""; pids=""; \
-	trap 'kill $$pids 2>/dev/null; exit 130' INT TERM; \
+	@status=0; logs=""; pids=""; first=$$(mktemp); rc=$$(mktemp); \
+	trap 'kill $$pids 2>/dev/null; rm -f $$first $$rc $$logs; exit 130' INT TERM; \
 	for i in $$(seq 2 $(1)); do \
 	  log=$$(mktemp); logs="$$logs $$log"; \
 	  $(3) $(BIN)/pytest -q $(2) --shard $$i/$(1) >$$log 2>&1 & pids="$$pids $$!"; \
 	done; \
-	$(3) $(BIN)/pytest -q $(2) --shard 1/$(1) || status=1; \
+	colour=$$([ -t 1 ] && echo --color=yes); \
+	{ $(3) $(BIN)/pytest -q $$colour $(2) --shard 1/$(1); echo $$? >$$rc; } 2>&1 | tee $$first; \
+	[ "$$(cat $$rc)" = 0 ] || status=1; \
 	for pid in $$pids; do wait $$pid || status=1; done; \
-	for log in $$logs; do cat $$log; rm -f $$log; done; \
+	for log in $$logs; do cat $$log; done; \
+	$(BIN)/python tests/support/shard_total.py $$first $$logs; \
+	rm -f $$first $$rc $$logs; \
 	exit $$status
 endef
 

@@ -28,6 +28,7 @@ from support import shards
 
 from rulegen.catalog import load_catalog
 from rulegen.cli import run
+from rulegen.core import promql
 from rulegen.load import vocabulary
 from rulegen.source.extends import extend
 from rulegen.source.loader import display, load_file
@@ -121,6 +122,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:  # noqa: ARG001  # pytest
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:  # noqa: ARG001  # pytest's hook signature
     _STARTED.clear()  # before the test's fixtures, so a module fixture counts for its first test
+
+
+@pytest.fixture(autouse=True)
+def _promql_errors_without_promtool(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test not marked ``slow`` gets the Python parser's PromQL messages: rulegen asks
+    promtool for a parse error's position (``promql.syntax_error``), a process such a test
+    may not start; the slow tests see promtool's."""
+    if request.node.get_closest_marker("slow") is None:
+        monkeypatch.setattr(promql, "PROMTOOL_PARSE_ERRORS", False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -371,9 +383,11 @@ def rendered_rules(root: Path, files: Mapping[str, str]) -> Path:
     return root / "rules"
 
 
-def spec_errors(*lines: str) -> tuple[str, ...]:
-    """The stderr of a spec error: the diagnostics, then the summary line."""
-    return (*lines, f"rulegen: {len(lines)} error(s); nothing written")
+def spec_errors(*lines: str, writes: bool = True) -> tuple[str, ...]:
+    """The stderr of a spec error: the diagnostics, then the summary line (which says
+    "nothing written" when the command writes files: not ``lint``, ``explain``, ``diff``)."""
+    written = "; nothing written" if writes else ""
+    return (*lines, f"rulegen: {len(lines)} error(s){written}")
 
 
 def promtool_test(test_file: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:

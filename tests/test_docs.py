@@ -252,9 +252,13 @@ LINT_EXAMPLES = lint_examples()
 def test_check_pages_show_the_real_finding(
     spec: Block, finding: Block, cli: Cli, in_tmp: Path
 ) -> None:
+    """A page shows its own check's findings (a small example may also read metrics with no
+    matcher: ``selector/unscoped``, its own page, says so on every such spec)."""
     write_tree(in_tmp, {"specs/web.yaml": spec.text})
     result = cli("lint")
-    assert result.out == finding.text, f"{finding.where}: rulegen lint prints another finding"
+    check = "/".join(spec.page.relative_to(REPO / "docs/checks").with_suffix("").parts)
+    own = [line for line in result.out.splitlines(keepends=True) if f"[{check}]" in line]
+    assert "".join(own) == finding.text, f"{finding.where}: rulegen lint prints another finding"
 
 
 PYTHON_BLOCKS = [
@@ -391,6 +395,21 @@ def test_signal_table_is_generated_from_the_catalog(update_golden: bool) -> None
         "docs/signals.md: the signal table is stale; run `python -m rulegen.catalog` and paste "
         "its output between the markers (or pytest tests/test_docs.py --update-golden)"
     )
+
+
+def test_a_metric_no_exporter_provides_says_where_it_comes_from() -> None:
+    """The weight-loading signals' default metric is the example fleet's own: the page says
+    so, what vLLM offers instead (no metric, a log line) and how to name another one."""
+    page = (REPO / "docs/signals.md").read_text(encoding="utf-8")
+    section = page.split("## The weight-loading metric", 1)[1].split("\n## ", 1)[0]
+    signals = [s for s in load_catalog().signals.values() if s.family == "weights"]
+    assert len(signals) == 2
+    for signal in signals:
+        assert f"`{signal.params['metric'].default}`" in section, signal.signal
+        assert f"{signal.signal}: {{metric: " in section, signal.signal
+    assert "no exporter provides it upstream" in section
+    assert "vllm-versions.md" in section
+    assert "Model loading took" in section
 
 
 def lint_check_ids() -> set[str]:

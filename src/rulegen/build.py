@@ -64,6 +64,7 @@ from rulegen.validate import promtool, vmalert
 from rulegen.validate.cache import Key, TestCache
 from rulegen.validate.routing import validate_routing
 from rulegen.validate.targets import check_targets, run_vmalert_tests
+from rulegen.validate.user_tests import refuse_unmatched_rule_files
 
 # promtool evaluates every rule of the file at every step of every test: about a million rule
 # evaluations a minute on one core; this keeps a build well inside promtool's timeout.
@@ -105,6 +106,8 @@ class BuildResult:
     root: Path | None = None
     # one line per render cache entry that was there but refused (for the CLI to warn)
     cache_warnings: list[str] = field(default_factory=list)
+    # the user's own tests: output name → the file copied (as ``sources`` names it)
+    user_tests: dict[str, str] = field(default_factory=dict)
 
     def test_cost(self, name: str) -> int:
         """Rule evaluations promtool will do for a test file (0 for a user's own tests)."""
@@ -190,6 +193,7 @@ def build(
             raise UsageError(f"{display(path)}: clashes with the generated {target}; rename it")
         result.files[target] = read_user_test(path)
         result.sources[target] = (_source_name(path, root),)
+        result.user_tests[target] = display(path)
     _refuse_case_clashes(result.files)
     return result
 
@@ -683,6 +687,7 @@ def validate(
         if test_cache and identity
         else None
     )
+    refuse_unmatched_rule_files(result.files, result.user_tests)  # before minutes of promtool
     steps.step(CHECK_STEP)
     summary = [promtool.version_line(identity), _check_rules(folder, result, rules, cache)]
     # vmalert-tool's tests run beside promtool's (each is one process on one file)

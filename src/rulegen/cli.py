@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from rulegen.build import BuildResult
     from rulegen.catalog import Catalog
     from rulegen.load import SpecInputs
+    from rulegen.outdir.plan import Plan
     from rulegen.pipeline.rendercache import RenderCache
 
 EPILOG = """exit codes:
@@ -158,6 +159,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 FORMATTED = ("build", "validate", "lint")  # the commands with --format text|json|github
+# The commands that only read and print: their errors do not end "; nothing written"
+# (validate, the build without its writing, keeps it: it says the build wrote nothing).
+READ_ONLY = frozenset({"lint", "explain", "diff", "schema"})
 
 
 def _format_argument(parser: argparse.ArgumentParser) -> None:
@@ -180,6 +184,7 @@ class _Output:
         self.errors: list[Diagnostic] = []  # the error's, shown with it
         self.document: str | None = None  # printed instead (``lint --list --format json``)
         self.quiet = False  # ``--quiet``: errors only
+        self.writes = True  # the command writes files (its errors say "nothing written")
         self.progress = Reporter("silent", sys.stderr)  # set by ``--progress`` and the others
 
     def line(self, text: str) -> None:
@@ -320,8 +325,18 @@ def _write(
     out.progress.step(f"staging {shown}/")
     plan = write(result, target, check)
     summary.extend(f"note: {printable(note)}" for note in plan.notes)
+    return [*summary, _written(plan, shown)]
+
+
+def _written(plan: Plan, shown: str) -> str:
+    """What a build did to the output folder: the files whose content changed, those left as
+    they were, those removed (a warm build that changes nothing says so)."""
+    changed = len(plan.write) - len(plan.unchanged)
     removed = f" (removed {len(plan.remove)}: {', '.join(plan.remove)})" if plan.remove else ""
-    return [*summary, f"wrote {len(plan.write)} files to {shown}/{removed}"]
+    if not changed and not plan.remove:
+        return f"{shown}/ is up to date: {len(plan.unchanged)} files unchanged"
+    same = f", {len(plan.unchanged)} unchanged" if plan.unchanged else ""
+    return f"wrote {changed} files to {shown}/{same}{removed}"
 
 
 def _check(
@@ -426,6 +441,8 @@ def _lint(args: argparse.Namespace, out: _Output) -> int:
         sys.stdout.write("".join(f"{d.finding()}\n" for d in shown))
     else:
         out.findings = findings
+    if not findings and out.format != "json":  # a clean run says so: silence reads as "not run"
+        out.line(f"lint: {len(inputs.specs)} file(s), no findings")
     return exit_code(findings)
 
 
@@ -537,6 +554,7 @@ def _run(argv: list[str]) -> int:
         args = _parser().parse_args(_time_values(argv))
         out.format = args.format if args.command in FORMATTED else "text"
         out.quiet = getattr(args, "quiet", False)
+        out.writes = args.command not in READ_ONLY
         out.progress = _progress(args)
         commands: dict[str, Callable[[argparse.Namespace, _Output], int]] = {
             "build": _build,
@@ -554,7 +572,7 @@ def _run(argv: list[str]) -> int:
     except RulegenError as exc:
         report, code = next(_REPORTS[k] for k in type(exc).__mro__ if k in _REPORTS)
         if out.format == "text":
-            report(exc)
+            report(exc, out.writes)
         else:
             out.errors = exc.as_diagnostics()
             _after(exc, out)
@@ -600,41 +618,43 @@ def _progress(args: argparse.Namespace) -> Reporter:
     return Reporter(mode, sys.stderr)
 
 
-def _spec_error(exc: Any) -> None:
+def _spec_error(exc: Any, writes: bool) -> None:
     for diagnostic in exc.diagnostics:
         print(diagnostic.render(), file=sys.stderr)
-    _trailer(exc)
+    _trailer(exc, writes)
 
 
-def _output_conflict(exc: Any) -> None:
+def _output_conflict(exc: Any, _writes: bool) -> None:
     for message in exc.messages:
         print(f"rulegen: {printable(message)}", file=sys.stderr)
 
 
-def _stale_output(exc: Any) -> None:
+def _stale_output(exc: Any, writes: bool) -> None:
     sys.stdout.write(exc.diff)
     for line in exc.files:
         print(printable(line), file=sys.stderr)
-    _trailer(exc)
+    _trailer(exc, writes)
 
 
-def _validation_failed(exc: Any) -> None:
+def _validation_failed(exc: Any, writes: bool) -> None:
     for line in exc.lines():
         print(printable(line), file=sys.stderr)
-    _trailer(exc)
+    _trailer(exc, writes)
 
 
-def _plain(exc: Any) -> None:
+def _plain(exc: Any, _writes: bool) -> None:
     for line in str(exc).splitlines() or [""]:
         print(f"rulegen: error: {printable(line)}", file=sys.stderr)
 
 
-def _trailer(exc: RulegenError) -> None:
-    """The last line of a report of several problems, in every format."""
+def _trailer(exc: RulegenError, writes: bool) -> None:
+    """The last line of a report of several problems, in every format; "nothing written"
+    only from a command that writes files (``explain``, ``lint`` never do)."""
+    written = "; nothing written" if writes else ""
     if isinstance(exc, SpecError):
-        print(f"rulegen: {len(exc.diagnostics)} error(s); nothing written", file=sys.stderr)
+        print(f"rulegen: {len(exc.diagnostics)} error(s){written}", file=sys.stderr)
     elif isinstance(exc, ValidationFailed):
-        print("rulegen: validation failed; nothing written", file=sys.stderr)
+        print(f"rulegen: validation failed{written}", file=sys.stderr)
     elif isinstance(exc, StaleOutput):
         print(f"rulegen: output is stale; {StaleOutput.HINT}", file=sys.stderr)
 
@@ -644,11 +664,11 @@ def _after(exc: RulegenError, out: _Output) -> None:
     ``--check``, as a line for people; the closing line)."""
     if isinstance(exc, StaleOutput):
         (sys.stderr if out.format == "json" else sys.stdout).write(exc.diff)
-    _trailer(exc)
+    _trailer(exc, out.writes)
 
 
 # Each error class's text report and exit code; the most specific class that is listed wins.
-_REPORTS: dict[type[RulegenError], tuple[Callable[[Any], None], int]] = {
+_REPORTS: dict[type[RulegenError], tuple[Callable[[Any, bool], None], int]] = {
     SpecError: (_spec_error, 2),
     OutputConflict: (_output_conflict, 2),
     StaleOutput: (_stale_output, 1),

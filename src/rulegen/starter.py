@@ -153,8 +153,8 @@ tests:
 MAKEFILE = """\
 # rulegen monitoring repository: specs/ in, rules/ out (committed, checked in CI).
 # .rulegen-cache/ keeps the checks that passed (ignored by git, safe to delete): a build after
-# an edit reruns only the promtool tests of what changed.
-.PHONY: build check lint test
+# an edit reruns only the promtool tests of what changed. `make help` lists the targets.
+.PHONY: build check lint test help
 
 build: ## render, validate (promtool, amtool) and write rules/
 \trulegen build --test-cache .rulegen-cache
@@ -166,6 +166,9 @@ lint: ## the specs' intent: unscoped selectors, missing runbooks, unreachable ti
 \trulegen lint
 
 test: check lint ## what CI runs
+
+help: ## list the targets
+\t@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-6s %s\\n", $$1, $$2}'
 """
 
 CI = """\

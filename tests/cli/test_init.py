@@ -54,7 +54,8 @@ def test_init_then_build_and_lint_pass(tmp_path: Path) -> None:
     assert "amtool routing tests: 12 passed" in built.out
     assert "warning" not in built.out
     linted = run_rulegen("lint", cwd=root)
-    assert (linted.code, linted.out, linted.err) == (0, "", "")
+    clean = "lint: 2 file(s), no findings\n"  # the spec and the routing file
+    assert (linted.code, linted.out, linted.err) == (0, clean, "")
 
 
 def test_each_starter_file_passes_the_schema_its_first_line_names(in_tmp: Path, cli: Cli) -> None:
@@ -66,6 +67,21 @@ def test_each_starter_file_passes_the_schema_its_first_line_names(in_tmp: Path, 
         schema = json.loads((in_tmp / "specs" / first.split("=", 1)[1]).read_text())
         errors = jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(text))
         assert list(errors) == [], name
+
+
+@pytest.mark.slow  # runs make
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_help_lists_every_target_of_the_makefile(tmp_path: Path) -> None:
+    assert run_rulegen("init", "repo", cwd=tmp_path).code == 0
+    makefile = (tmp_path / "repo/Makefile").read_text()
+    targets = [line.split(":", 1)[0] for line in makefile.splitlines() if ":" in line
+               and not line.startswith(("#", "\t", "."))]  # fmt: skip
+    shown = subprocess.run(
+        ["make", "-s", "help"], cwd=tmp_path / "repo", capture_output=True, text=True, check=True
+    ).stdout
+    assert [line.split()[0] for line in shown.splitlines()] == targets
+    assert targets == ["build", "check", "lint", "test", "help"]
+    assert "  lint   the specs' intent" in shown
 
 
 def test_init_writes_nothing_where_a_starter_file_exists(in_tmp: Path, cli: Cli) -> None:

@@ -500,6 +500,16 @@ def test_a_moved_test_loads_the_generated_rules_and_expects_the_added_labels(
     )
 
 
+def test_without_severity_the_moved_tests_note_names_no_flag(in_tmp: Path) -> None:
+    """The note on a moved test names ``--severity`` only when it was given."""
+    labelled = RULES.replace("expr: up == 0", "expr: up == 0\n        labels: {severity: warning}")
+    write_tree(in_tmp, {"rules.yml": labelled, "tests/down.yml": TEST})
+    result = import_files([Path("rules.yml"), Path("tests/down.yml")], ImportOptions("web"))
+    note = str(result.adapted[-1])
+    assert "the labels rulegen adds (service, severity) written into 1 expected alert(s)" in note
+    assert "--severity" not in note
+
+
 @pytest.mark.parametrize(
     ("files", "refused"),
     [

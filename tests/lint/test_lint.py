@@ -35,6 +35,9 @@ HEAD = """
     """
 
 
+CLEAN = "lint: 1 file(s), no findings\n"  # what a clean run prints
+
+
 def spec(body: str) -> str:
     """The common head and ``body``, each dedented (they are indented differently)."""
     return textwrap.dedent(HEAD) + textwrap.dedent(body)
@@ -48,6 +51,7 @@ class Case:
     spec: str
     out: str
     code: int = 0
+    argv: tuple[str, ...] = ()  # more ``lint`` arguments
 
 
 CASES = [
@@ -57,7 +61,7 @@ CASES = [
         alerts:
           - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "rate/window: a 30s window at a 15s scrape",
@@ -76,7 +80,7 @@ CASES = [
         alerts:
           - {signal: disk_utilization, threshold: 90%, window: 1m, for: 5m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "for/too-short: 45s at a 30s evaluation interval",
@@ -94,7 +98,7 @@ CASES = [
         alerts:
           - {signal: requests_waiting, threshold: 5, for: 1m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "for/unreachable: %util > 95% for 30s over a 1m window",
@@ -114,7 +118,7 @@ CASES = [
         alerts:
           - {signal: disk_utilization, threshold: 95%, for: 1m, severity: warning}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "slo/unreachable-tier: 95% leaves a page tier at 72% errors",
@@ -138,7 +142,7 @@ CASES = [
             evaluation_interval: 1m
             sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "slo/retention: a 30d SLO on a 15d retention is an error",
@@ -165,7 +169,7 @@ CASES = [
             evaluation_interval: 1m
             sli: {ratio: {errors: 'e_total{code="5",job="w"}', total: 'e_total{job="w"}'}}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "annotation/runbook: a critical alert without a runbook",
@@ -211,7 +215,7 @@ CASES = [
         diagnoses:
           - {kind: ttft_disk_bound, severity: critical}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "label/severity: an SLO ticket more severe than its page",
@@ -286,7 +290,7 @@ CASES = [
           - {signal: disk_utilization, threshold: 90%, for: 5m, severity: warning,
              labels: {team: db}}
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "custom/untested: a custom alert with no examples and no test of its own",
@@ -313,6 +317,47 @@ CASES = [
         "of its own\n",
     ),
     Case(
+        "selector/unscoped: a catalog alert whose family has no selector, custom alerts and a "
+        "recording that read a metric with no matcher",
+        spec("""
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, severity: warning}
+          - {signal: custom, name: TargetDown, expr: up == 0, severity: critical}
+          - signal: custom
+            name: ConntrackFull
+            expr: node_nf_conntrack_entries / node_nf_conntrack_entries_limit > 0.9
+            severity: warning
+          - {signal: custom, name: WebDown, expr: 'up{job="web"} == 0', severity: critical}
+          - {signal: custom, name: WebLow, expr: 'web:up:sum < 1', severity: warning}
+        recordings:
+          - {record: 'web:up:sum', expr: sum(up)}
+        """),
+        "specs/web.yaml:6:5: [selector/unscoped] warning: TTFTLatencyHigh: reads "
+        "vllm:time_to_first_token_seconds_bucket with no label matcher, so it counts the series "
+        "of every service and target; add the spec's selectors: for the metric's family (e.g. "
+        "vllm: 'job=\"vllm\"') or a matcher of its own\n"
+        "specs/web.yaml:7:5: [selector/unscoped] warning: TargetDown: reads up with no label "
+        "matcher, so it counts the series of every service and target; give it a label matcher "
+        'in the expression (e.g. up{job="web"})\n'
+        "specs/web.yaml:8:5: [selector/unscoped] warning: ConntrackFull: reads "
+        "node_nf_conntrack_entries, node_nf_conntrack_entries_limit with no label matcher, so it "
+        "counts the series of every service and target; give it a label matcher in the "
+        'expression (e.g. up{job="web"})\n'
+        "specs/web.yaml:15:5: [selector/unscoped] warning: web:up:sum: reads up with no label "
+        "matcher, so it counts the series of every service and target; give it a label matcher "
+        'in the expression (e.g. up{job="web"})\n',
+        argv=("--disable", "custom/untested"),
+    ),
+    Case(
+        "selector/unscoped: the family's selectors scope a catalog alert",
+        spec("""
+        selectors: {vllm: 'job="vllm"'}
+        alerts:
+          - {signal: ttft_latency, threshold: 500ms, severity: warning}
+        """),
+        CLEAN,
+    ),
+    Case(
         "selector/unscoped: an SLI of a known family gets the spec's selectors and is fine",
         spec("""
         selectors: {vllm: 'job="vllm"'}
@@ -324,7 +369,7 @@ CASES = [
                 errors: 'vllm:request_success_total{finished_reason="abort"}'
                 total: 'vllm:request_success_total'
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "promql/version: a function added after the declared release, and an experimental one",
@@ -380,7 +425,7 @@ CASES = [
           - record: job:requests:rate5m
             expr: 'sum by ("k8s.pod") (rate({"http.requests", code=~"5.."}[5m]))'
         """),
-        "",
+        CLEAN,
     ),
     Case(
         "custom/untested: a custom alert with examples is fine",
@@ -397,15 +442,21 @@ CASES = [
                 silent_at: [0s]
                 labels: {job: node, instance: a}
         """),
-        "",
+        CLEAN,
     ),
 ]
+
+
+OTHER_CHECKS = ("--disable", "selector/unscoped")
+"""What the cases of the other checks run with: their small specs have no ``selectors:``, so
+``selector/unscoped`` would report every alert of them too."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_lint_check(case: Case, cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": case.spec})
-    result = cli("lint")
+    others = () if case.id.startswith("selector/unscoped") else OTHER_CHECKS
+    result = cli("lint", *case.argv, *others)
     assert (result.out, result.code) == (case.out, case.code), result.err
     assert result.err == ""
 
@@ -420,7 +471,7 @@ def test_custom_untested_counts_a_user_test_beside_the_specs(cli: Cli, in_tmp: P
               - {eval_time: 1m, alertname: NodeDown, exp_alerts: []}
         """
     write_tree(in_tmp, {"specs/web.yaml": case.spec, "specs/tests/node.test.yml": test})
-    assert (cli("lint").out, cli("lint", "specs/web.yaml").out) == ("", "")
+    assert (cli("lint").out, cli("lint", "specs/web.yaml").out) == (CLEAN, CLEAN)
     other = test.replace("NodeDown", "NodeUp")
     write_tree(in_tmp, {"specs/tests/node.test.yml": other})
     assert cli("lint").out == case.out
@@ -428,7 +479,7 @@ def test_custom_untested_counts_a_user_test_beside_the_specs(cli: Cli, in_tmp: P
 
 def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": CASES[1].spec})
-    result = cli("lint", "--format", "json")
+    result = cli("lint", "--format", "json", *OTHER_CHECKS)
     assert json.loads(result.out) == [
         {
             "file": "specs/web.yaml",
@@ -441,7 +492,7 @@ def test_json_and_github_formats(cli: Cli, in_tmp: Path) -> None:
             "hint": "",
         }
     ]
-    github = cli("lint", "--format", "github")
+    github = cli("lint", "--format", "github", *OTHER_CHECKS)
     assert github.out.startswith(
         "::warning file=specs/web.yaml,line=6,col=56,title=rulegen rate/window::"
         "DiskUtilizationHigh: window 30s"
@@ -453,7 +504,8 @@ def test_the_example_specs_are_clean(cli: Cli, in_tmp: Path) -> None:
     copy_specs(repo / "specs", in_tmp / "specs")
     shutil.copytree(repo / "signals", in_tmp / "signals")
     result = cli("lint")
-    assert (result.code, result.out, result.err) == (0, "", "")
+    files = "lint: 2 file(s), no findings\n"  # llm-serving.yaml and routing.yaml
+    assert (result.code, result.out, result.err) == (0, files, "")
 
 
 def test_a_broken_spec_exits_2(cli: Cli, in_tmp: Path) -> None:
@@ -496,7 +548,7 @@ def test_a_spec_error_in_each_format(fmt: str, out: object, cli: Cli, in_tmp: Pa
     result = cli("lint", "--format", fmt)
     assert result.code == 2
     assert (json.loads(result.out) if fmt == "json" else result.out) == out
-    trailer = "rulegen: 1 error(s); nothing written"
+    trailer = "rulegen: 1 error(s)"  # lint writes nothing: no "nothing written"
     assert result.err.splitlines() == ([BROKEN_LINE, trailer] if fmt == "text" else [trailer])
 
 
@@ -536,6 +588,7 @@ def test_every_check_has_a_summary_line_and_a_one_paragraph_doc(check: Check) ->
     assert "\n" not in check.summary
     assert check.doc
     assert "\n\n" not in check.doc
+    assert "``" not in check.doc  # plain text: lint --list --format json carries it
     assert check.severity in ("error", "warning", "info")
     docs = REPO / "docs" / "checks" / f"{check.id}.md"
     assert f"**Severity:** {check.severity}" in docs.read_text(encoding="utf-8")
@@ -582,9 +635,9 @@ def test_inline_disable_comment(
 ) -> None:
     text = window_spec(**where)
     write_tree(in_tmp, {"specs/web.yaml": text})
-    result = cli("lint")
+    result = cli("lint", *OTHER_CHECKS)
     assert result.err == ""
-    assert (result.out == "") is silenced, result.out
+    assert (result.out == CLEAN) is silenced, result.out
     if not silenced:
         assert "[rate/window]" in result.out
 
@@ -622,7 +675,8 @@ def test_an_unknown_id_in_a_comment_is_a_spec_error(cli: Cli, in_tmp: Path) -> N
     assert (result.code, result.out) == (2, "")
     assert tuple(result.err.splitlines()) == spec_errors(
         f"specs/web.yaml:{line}:{column}: unknown lint check 'rate/windw' in a "
-        "`# rulegen: disable=` comment (rulegen lint --list shows the checks)"
+        "`# rulegen: disable=` comment (rulegen lint --list shows the checks)",
+        writes=False,
     )
 
 
@@ -630,8 +684,8 @@ def test_an_unknown_id_in_a_comment_is_a_spec_error(cli: Cli, in_tmp: Path) -> N
     ("argv", "out"),
     [
         ((), CASES[1].out),
-        (("--disable", "rate/window"), ""),
-        (("--disable", "for/too-short", "--disable", "rate/window"), ""),
+        (("--disable", "rate/window"), CLEAN),
+        (("--disable", "for/too-short", "--disable", "rate/window"), CLEAN),
         (("--disable", "for/too-short"), CASES[1].out),
     ],
     ids=[
@@ -643,7 +697,7 @@ def test_an_unknown_id_in_a_comment_is_a_spec_error(cli: Cli, in_tmp: Path) -> N
 )
 def test_disable_option(argv: tuple[str, ...], out: str, cli: Cli, in_tmp: Path) -> None:
     write_tree(in_tmp, {"specs/web.yaml": CASES[1].spec})
-    result = cli("lint", *argv)
+    result = cli("lint", *OTHER_CHECKS, *argv)
     assert (result.code, result.out, result.err) == (0, out, "")
 
 
@@ -755,4 +809,4 @@ def test_online_checks_pass_on_a_matching_spec(live: str, cli: Cli, in_tmp: Path
         """)
     write_tree(in_tmp, {"specs/web.yaml": clean})
     result = cli("lint", "--prometheus", live)
-    assert (result.code, result.out, result.err) == (0, "", "")
+    assert (result.code, result.out, result.err) == (0, CLEAN, "")

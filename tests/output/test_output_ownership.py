@@ -165,6 +165,19 @@ def test_a_partial_build_replaces_only_the_outputs_of_its_specs(in_tmp: Path, cl
     )
 
 
+def test_the_summary_counts_what_changed_and_a_warm_build_says_it_is_up_to_date(
+    in_tmp: Path, cli: Cli
+) -> None:
+    _built(in_tmp, cli)
+    assert cli(*NO_VALIDATE).out.splitlines()[-1] == "rules/ is up to date: 9 files unchanged"
+    write_tree(in_tmp, {"specs/a.yaml": SPEC_A.replace("5ms", "6ms")})
+    changed = cli(*NO_VALIDATE).out.splitlines()[-1]
+    assert changed == "wrote 3 files to rules/, 6 unchanged"  # alpha's rules, test, dashboard
+    edited = in_tmp / "rules/prometheus/beta.rules.yml"  # its header kept: still rulegen's
+    edited.write_text(edited.read_text() + "# edited\n")  # the manifest's digest is stale
+    assert cli(*NO_VALIDATE).out.splitlines()[-1] == "wrote 1 files to rules/, 8 unchanged"
+
+
 def test_outputs_of_a_deleted_spec_are_removed_and_the_summary_names_them(
     in_tmp: Path, cli: Cli
 ) -> None:
@@ -173,8 +186,8 @@ def test_outputs_of_a_deleted_spec_are_removed_and_the_summary_names_them(
     result = cli(*NO_VALIDATE)
     assert result.code == 0, result.err
     assert result.out.splitlines()[-1] == (
-        "wrote 6 files to rules/ (removed 3: grafana/beta.json, prometheus/beta.rules.yml, "
-        "tests/beta.test.yml)"
+        "wrote 2 files to rules/, 4 unchanged (removed 3: grafana/beta.json, "
+        "prometheus/beta.rules.yml, tests/beta.test.yml)"
     )
     assert not (in_tmp / "rules" / "prometheus" / "beta.rules.yml").exists()
     assert sorted(_manifest(in_tmp)) == [

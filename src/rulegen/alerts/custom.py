@@ -278,7 +278,7 @@ def resolve_recordings(col: Collector, spec: Any) -> list[ResolvedRecording]:
                 (*path, "record"),
                 f"invalid metric name {item.record!r} (expected [a-zA-Z_:][a-zA-Z0-9_:]*)",
             )
-        error = promql.check_syntax(item.expr)
+        error = promql.syntax_error(item.expr)
         if error is not None:
             col.error((*path, "expr"), f"invalid PromQL: {error}")
         elif (kind := promql.result_type(item.expr)) not in ("vector", "scalar"):

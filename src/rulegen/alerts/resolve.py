@@ -207,7 +207,7 @@ def _annotations(
 def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
     col, path = ctx.col, ctx.path
     before = len(col.diagnostics)
-    error = promql.check_syntax(alert.expr)
+    error = promql.syntax_error(alert.expr)
     if error is not None:
         col.error((*path, "expr"), f"invalid PromQL: {error}")
     elif (kind := promql.result_type(alert.expr)) != "vector":
@@ -441,7 +441,7 @@ def _render_expressions(
     except TemplateFailure as exc:
         col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
         return None
-    error = promql.check_syntax(quantity)
+    error = promql.syntax_error(quantity)
     if error is not None:
         col.error(path, f"signal {signal.signal} renders invalid PromQL ({error}): {quantity!r}")
         return None

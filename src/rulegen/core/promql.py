@@ -6,12 +6,18 @@ Why: user text reaches PromQL only through these functions, so a matcher like
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import re._parser as re_parser  # type: ignore[import-not-found]  # the stdlib regex parser
+import shutil
+import subprocess
+import tempfile
 import warnings
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import promql_parser
@@ -174,7 +180,22 @@ def _explain(text: str) -> str:
                 re.compile(python_regex(pattern.encode().decode("unicode_escape")))
         except re.error as exc:
             return f"invalid regex for label {name}: {exc}"
-    return f"invalid label matchers: {text}"
+    reason = _matchers_reason(text)
+    return (
+        f"invalid label matchers {text}: {reason}" if reason else f"invalid label matchers: {text}"
+    )
+
+
+_POSITION = re.compile(r"^1:(\d+): ")
+
+
+def _matchers_reason(text: str) -> str | None:
+    """promtool's parse error for matchers, its position counted in ``text`` (the matchers
+    are parsed as the selector ``x{text}``: two characters come first on the first line)."""
+    reason = promtool_parse_error("x{" + text + "}") if PROMTOOL_PARSE_ERRORS else None
+    if reason is None:
+        return None
+    return _POSITION.sub(lambda m: f"1:{max(int(m.group(1)) - 2, 1)}: ", reason)
 
 
 _POSIX_CLASSES = {
@@ -285,12 +306,63 @@ def _in_class(char: str, items: Any) -> bool:
 @lru_cache(maxsize=8192)
 def check_syntax(expr: str) -> str | None:
     """``None`` when ``expr`` parses as PromQL, else the parser's message (remembered: a
-    fleet's specs render the same expressions over and over)."""
+    fleet's specs render the same expressions over and over). Quick and often vague
+    (``invalid promql query``): for a test whether text parses; a user's mistake is
+    reported with ``syntax_error``."""
     try:
         promql_parser.parse(expr)
     except (ValueError, RuntimeError) as exc:
         return str(exc) or "invalid PromQL"
     return None
+
+
+def syntax_error(expr: str) -> str | None:
+    """``None`` when ``expr`` parses, else what is wrong with it for the user: promtool's own
+    position and reason (``1:37: parse error: unexpected end of input``, the position
+    line:column in ``expr``) when promtool is installed, else the Python parser's message.
+
+    Why promtool: the Python parser names no position and often no reason (``invalid promql
+    query``); promtool is Prometheus' own parser, the one the rules must pass in the end.
+    It runs only for an expression that failed the Python parser (one short process)."""
+    generic = check_syntax(expr)
+    if generic is None:
+        return None
+    return (PROMTOOL_PARSE_ERRORS and promtool_parse_error(expr)) or generic
+
+
+PROMTOOL_PARSE_ERRORS = True
+"""Whether ``syntax_error`` asks promtool: off only in the tests that start no process (the
+fast suite, ``tests/conftest.py``), which then see what a machine without promtool sees."""
+
+
+_PARSE_ERROR = re.compile(r"could not parse expression: (\d+:\d+: parse error: .+)$", re.MULTILINE)
+PARSE_TIMEOUT_SECONDS = 30
+
+
+@lru_cache(maxsize=256)  # a spec's mistake is asked about by several checks
+def promtool_parse_error(expr: str) -> str | None:
+    """promtool's parse error for ``expr`` (``1:37: parse error: unexpected end of input``),
+    from ``promtool check rules`` on a one-rule file in a temporary directory; ``None``
+    when promtool is not installed, fails otherwise, or accepts the expression (a parser
+    difference: the caller's message stands). promtool is found as everywhere else
+    (``$RULEGEN_PROMTOOL``, else PATH: ``rulegen.validate.tools``, a layer above this one)."""
+    promtool = os.environ.get("RULEGEN_PROMTOOL") or shutil.which("promtool")
+    if not promtool or not Path(promtool).is_file():
+        return None
+    # a JSON string is a YAML double-quoted scalar: the expression reaches promtool unchanged
+    rule = {"record": "rulegen", "expr": expr}
+    rules = f"groups:\n- name: rulegen\n  rules:\n  - {json.dumps(rule)}\n"
+    with tempfile.TemporaryDirectory(prefix="rulegen-promql-") as tmp:
+        (Path(tmp) / "expr.yml").write_text(rules, encoding="utf-8")
+        try:
+            result = subprocess.run(
+                [promtool, "check", "rules", "expr.yml"], cwd=tmp, capture_output=True,
+                text=True, check=False, timeout=PARSE_TIMEOUT_SECONDS,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+    match = _PARSE_ERROR.search(result.stdout + result.stderr)
+    return match.group(1).strip() if match else None
 
 
 @lru_cache(maxsize=8192)  # pure, and a fleet asks the same questions

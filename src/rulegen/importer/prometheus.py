@@ -507,7 +507,7 @@ def _shape_problems(rule: dict[str, Any], where: PathKey, what: str) -> list[Pro
 def _expr_problems(expr: Any, alert: bool, where: PathKey, what: str) -> list[Problem]:
     if not isinstance(expr, str) or not expr.strip():
         return [((*where, "expr"), f"{what}: needs `expr`, a PromQL expression", False)]
-    if (error := promql.check_syntax(expr)) is not None:
+    if (error := promql.syntax_error(expr)) is not None:
         return [((*where, "expr"), f"{what}: invalid PromQL: {error}", False)]
     if alert and (kind := promql.result_type(expr)) != "vector":
         return [((*where, "expr"), f"{what}: returns a {kind}, not an instant vector "
@@ -752,10 +752,11 @@ def _rewrite_tests(
                 if rewritten is not None:
                     sample["labels"] = rewritten
                     counts[1] += 1
+    # --severity is named only when it was given (else the severities are the rules' own)
+    added = "service, and severity from --severity" if run.options.severity else "service, severity"
     return (
-        f"the labels rulegen adds (service, and severity from --severity) written into "
-        f"{counts[0]} expected alert(s) and `service` into {counts[1]} expected "
-        "sample(s) of imported recordings"
+        f"the labels rulegen adds ({added}) written into {counts[0]} expected alert(s) and "
+        f"`service` into {counts[1]} expected sample(s) of imported recordings"
     )
 
 

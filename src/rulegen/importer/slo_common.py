@@ -518,7 +518,7 @@ def expression_sli(kind: str, queries: dict[str, str]) -> SLIMapping | str:
         if not PLACEHOLDER.search(query):
             return "has no {{.window}}: the query would not follow the window"
         sample = PLACEHOLDER.sub("5m", query)
-        problem = promql.check_syntax(sample)
+        problem = promql.syntax_error(sample)
         if problem is not None:
             return f"is not PromQL: {problem}"
         groups.add(_outer_by(sample))
@@ -570,7 +570,7 @@ def threshold_sli(query: str, op: str, value: Decimal, step: str) -> SLIMapping 
     ``op value`` (a sample without a value, a NaN, is good: no comparison holds for it)."""
     if PLACEHOLDER.search(query):
         return "a threshold query has no window of its own to take {{.window}}"
-    problem = promql.check_syntax(query)
+    problem = promql.syntax_error(query)
     if problem is not None:
         return f"is not PromQL: {problem}"
     if promql.result_type(query) != "vector":

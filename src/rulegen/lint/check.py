@@ -7,6 +7,7 @@ check module; with the types here neither imports the other.
 from __future__ import annotations
 
 import inspect
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # types only: ``lint --help`` reads ``TIMEOUT`` without loadi
     from rulegen.source.fields import Collector
     from rulegen.source.loader import Positions, Where
 
+_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)  # a reST inline literal
 MIN_SCRAPES_PER_WINDOW = 4  # one failed scrape plus ingestion races (Robust Perception)
 TIMEOUT = 30.0
 """The default deadline of each request to ``--prometheus`` (``lint --timeout``), in seconds."""
@@ -46,8 +48,10 @@ class Check:
 
     @property
     def doc(self) -> str:
-        """The one-paragraph doc (the docstring of ``run``)."""
-        return inspect.cleandoc(self.run.__doc__ or "")
+        """The one-paragraph doc (the docstring of ``run``), as plain text: the docstring's
+        reST literals (````x````) lose their backquotes, for ``lint --list --format json``
+        readers that render text, not reST."""
+        return _LITERAL.sub(r"\1", inspect.cleandoc(self.run.__doc__ or ""))
 
 
 class Server:

@@ -48,6 +48,8 @@ class Plan:
     remove: list[str] = field(default_factory=list)
     entries: dict[str, Entry] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the files of ``write`` whose content is already on disk: what a summary counts apart
+    unchanged: set[str] = field(default_factory=set)
 
     def manifest(self) -> str:
         """The manifest the folder will hold."""
@@ -126,8 +128,7 @@ def plan_output(
         if problem:
             conflicts.append(f"--out {shown}: {problem}")
             continue
-        plan.write[name] = text
-        plan.entries[name] = Entry(digest(text.encode("utf-8")), new_sources)
+        _write(plan, disk, name, text, new_sources, entry)
     if conflicts:
         raise OutputConflict(conflicts)
     for name, entry in sorted(recorded.items()):
@@ -138,6 +139,18 @@ def plan_output(
         else:
             _keep(plan, disk, name, entry, inputs, root)
     return plan
+
+
+def _write(
+    plan: Plan, disk: _Disk, name: str, text: str, sources: tuple[str, ...], entry: Entry | None
+) -> None:
+    """``name`` to be written with ``text``; noted unchanged when the folder holds it already
+    (the manifest's digest says so first, the file itself confirms: it may have been edited)."""
+    plan.write[name] = text
+    plan.entries[name] = Entry(digest(text.encode("utf-8")), sources)
+    same = entry is not None and entry.sha256 == plan.entries[name].sha256
+    if same and disk.content(name) == text.encode("utf-8"):
+        plan.unchanged.add(name)
 
 
 def _other_sources(entry: Entry | None, inputs: set[str], root: Path) -> list[str]:

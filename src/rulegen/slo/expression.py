@@ -73,7 +73,7 @@ def _query(col: Collector, path: PathKey, text: str) -> Query | None:
         return None
     query = Query(PLACEHOLDER.sub(WINDOW, text))
     sample = query.at(SAMPLE_WINDOW)
-    problem = promql.check_syntax(sample)
+    problem = promql.syntax_error(sample)
     if problem is not None:
         col.error(path, f"invalid PromQL (with the window {SAMPLE_WINDOW}): {problem}")
         return None

@@ -21,14 +21,12 @@ Latency = Annotated[
 ]
 # A severity is one of the declared ones (``rulegen.source.severities``): checked, with the
 # declared names in the message, by the resolvers; ``severities:`` itself likewise.
-Severity = Annotated[
-    Any,
-    WithJsonSchema({
-        "type": "string",
-        "description": "one of the declared severities (critical, warning or info when no "
-        "`severities:` is declared)",
-    }),
-]  # fmt: skip
+SEVERITY_SCHEMA = {
+    "type": "string",
+    "description": "one of the declared severities (critical, warning or info when no "
+    "`severities:` is declared)",
+}
+Severity = Annotated[Any, WithJsonSchema(SEVERITY_SCHEMA)]
 SeverityList = Annotated[
     Any,
     WithJsonSchema({

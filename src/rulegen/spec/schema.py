@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from rulegen.catalog import Catalog
 from rulegen.source.extends import PER_ALERT, Vocabulary
+from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
 from rulegen.spec.models import spec_model
+from rulegen.spec.precise import precise, threshold_schema, without_defaults
 from rulegen.spec.routing import RoutingFile
 
 Kind = Literal["spec", "routing", "defaults"]
@@ -30,13 +32,38 @@ TITLES = {
 def schema(kind: Kind, catalog: Catalog, vocabulary: Vocabulary) -> dict[str, Any]:
     """The JSON Schema of one kind of input file."""
     if kind == "routing":
-        out = RoutingFile.model_json_schema(by_alias=True)
+        out = precise(RoutingFile.model_json_schema(by_alias=True))
     elif kind == "defaults":
-        out = _defaults(spec_model(catalog).model_json_schema(by_alias=True), vocabulary)
+        out = _defaults(_spec(catalog), vocabulary)
     else:
-        out = spec_model(catalog).model_json_schema(by_alias=True)
+        out = _spec(catalog)
+        without_defaults(out, DEFAULT_SEVERITIES.names, _fillable(catalog, vocabulary))
     out["$schema"] = DRAFT
     out["title"] = TITLES[kind]
+    return out
+
+
+def _spec(catalog: Catalog) -> dict[str, Any]:
+    """The spec's schema, precise for generic validators (``rulegen.spec.precise``), each
+    catalog alert's ``threshold`` in its signal's unit and range."""
+    out = precise(spec_model(catalog).model_json_schema(by_alias=True))
+    for name, signal in catalog.signals.items():
+        fields = out["$defs"].get(f"Alert_{name}", {}).get("properties", {})
+        if "threshold" in fields:
+            fields["threshold"] = {"title": "Threshold", **threshold_schema(signal.threshold)}
+        for key, param in signal.params.items():
+            if key in fields and param.about:
+                fields[key] = {**fields[key], "description": param.about}
+    return out
+
+
+def _fillable(catalog: Catalog, vocabulary: Vocabulary) -> dict[str, set[str]]:
+    """Definition name → the keys of it a defaults file may set (``Vocabulary``)."""
+    out = {
+        f"Alert_{name}": set(vocabulary.alert.get(name, ())) - PER_ALERT for name in catalog.signals
+    }
+    out["CustomAlert"] = set(vocabulary.alert.get("custom", ())) - PER_ALERT
+    out["SLOSpec"] = set(vocabulary.slo)
     return out
 
 

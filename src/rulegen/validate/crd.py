@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rulegen.core.promql import LABEL_NAME, METRIC_NAME, check_syntax
+from rulegen.core.promql import LABEL_NAME, METRIC_NAME, syntax_error
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -182,7 +182,7 @@ def _rule_problems(rule: dict[str, Any], path: str) -> Iterator[tuple[str, str]]
     expr = rule.get("expr")
     if expr == "":  # a missing expr is the schema's 'required'
         yield f"{path}.expr", "must be set"
-    elif isinstance(expr, str | int) and (problem := check_syntax(str(expr))) is not None:
+    elif isinstance(expr, str | int) and (problem := syntax_error(str(expr))) is not None:
         yield f"{path}.expr", f"invalid PromQL: {problem}"
     if record and not alert:
         yield from _recording_problems(rule, path)
