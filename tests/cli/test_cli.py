@@ -112,9 +112,9 @@ def test_failing_user_test_exits_1_names_the_alert_and_writes_nothing(
     result = cli("build", "--test-cache", str(example_build.cache))
     assert result.code == 1
     line = spec.read_text().splitlines().index("  - signal: custom") + 1
-    assert f"specs/llm-serving.yaml:{line}:5: alerts[36]: alertname: GpuTemperatureHigh" in (
-        result.err
-    )
+    # the alert's position on its own line, above promtool's block
+    assert f"\nspecs/llm-serving.yaml:{line}:5: alerts[36]:\n" in result.err
+    assert "alertname: GpuTemperatureHigh" in result.err
     assert result.err.rstrip().endswith("rulegen: validation failed; nothing written")
     assert _snapshot(in_tmp / "rules") == before
     assert not [p for p in in_tmp.iterdir() if p.name.startswith(".")]
