@@ -54,13 +54,13 @@ slos:
 # promtool 2.42 and 3.5 differ in one reason: an offset without its duration
 OFFSET = "expected duration" if ON_PROMETHEUS_2 else "expected number or duration"
 WITH_PROMTOOL = (
-    "specs/web.yaml:6:11: alerts[0].expr: invalid PromQL: 1:37: parse error: unexpected end "
+    "specs/web.yaml:6:47: alerts[0].expr: invalid PromQL: 1:37: parse error: unexpected end "
     "of input",
     'specs/web.yaml:10:15: alerts[1].matchers: invalid label matchers device="a" job="b": '
     '1:12: parse error: unexpected identifier "job" in label matching, expected "," or "}"',
-    "specs/web.yaml:14:11: recordings[0].expr: invalid PromQL: 2:14: parse error: "
+    "specs/web.yaml:16:20: recordings[0].expr: invalid PromQL: 2:14: parse error: "
     'unexpected ")" in subquery or range, expected ":" or "]"',
-    "specs/web.yaml:19:11: recordings[1].expr: invalid PromQL: 1:11: parse error: "
+    "specs/web.yaml:19:22: recordings[1].expr: invalid PromQL: 1:11: parse error: "
     f"unexpected end of input in offset, {OFFSET}",
     "specs/web.yaml:26:17: slos[0].sli.events.errors: invalid PromQL (with the window 5m): "
     "1:24: parse error: unclosed left parenthesis",
@@ -106,3 +106,42 @@ def test_an_expression_promtool_accepts_keeps_the_python_message() -> None:
     the refusal: the Python parser's message stands."""
     assert promql.promtool_parse_error("sum(up)") is None
     assert promql.syntax_error("sum(up)") is None
+
+
+STYLES = """\
+version: 1
+service: web
+alerts:
+  - signal: custom
+    name: Plain
+    expr: sum(rate(foo{job="w"}[5m])) by (x) >
+    severity: warning
+  - signal: custom
+    name: Quoted
+    expr: 'sum(rate(foo{job=''w''}[5m])) by (x) >'
+    severity: warning
+  - signal: custom
+    name: Block
+    expr: |
+      sum(rate(foo{job="w"}[5m]))
+        by (x) > on
+    severity: warning
+  - signal: custom
+    name: Escaped
+    expr: "sum(rate(foo{job=\\"w\\"}[5m])) by (x) >"
+    severity: warning
+"""
+
+
+def test_the_parser_position_is_mapped_to_the_spec_line_and_column(cli: Cli, in_tmp: Path) -> None:
+    write_tree(in_tmp, {"specs/web.yaml": for_stack(STYLES)})
+    result = cli("validate")
+    assert result.code == 2
+    places = [line.split(": ", 2)[:2] for line in result.err.splitlines()[:-1]]
+    # the character right after each expression (promtool: "unexpected end of input")
+    assert places == [
+        ["specs/web.yaml:6:47", "alerts[0].expr"],
+        ["specs/web.yaml:10:50", "alerts[1].expr"],  # at the closing quote
+        ["specs/web.yaml:16:20", "alerts[2].expr"],  # after the block's last line
+        ["specs/web.yaml:20:50", "alerts[3].expr"],  # the closing quote, past two escapes
+    ], result.err

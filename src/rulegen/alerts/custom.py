@@ -280,7 +280,7 @@ def resolve_recordings(col: Collector, spec: Any) -> list[ResolvedRecording]:
             )
         error = promql.syntax_error(item.expr)
         if error is not None:
-            col.error((*path, "expr"), f"invalid PromQL: {error}")
+            col.promql_error((*path, "expr"), error)
         elif (kind := promql.result_type(item.expr)) not in ("vector", "scalar"):
             col.error((*path, "expr"), f"must return an instant vector or a scalar, not a {kind}")
         _recording_labels(col, (*path, "labels"), item.labels)

@@ -209,7 +209,7 @@ def _custom(ctx: _AlertContext, alert: Any) -> ResolvedAlert | None:
     before = len(col.diagnostics)
     error = promql.syntax_error(alert.expr)
     if error is not None:
-        col.error((*path, "expr"), f"invalid PromQL: {error}")
+        col.promql_error((*path, "expr"), error)
     elif (kind := promql.result_type(alert.expr)) != "vector":
         error = f"must return an instant vector, not a {kind} (an alert needs series to fire)"
         col.error((*path, "expr"), error)

@@ -7,7 +7,9 @@ reports its findings through the same collector.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 
 from rulegen import units
@@ -16,6 +18,7 @@ from rulegen.core import promql
 from rulegen.errors import Diagnostic, FieldPath, Severity
 from rulegen.source.loader import Origin, PathKey, Positions, Where
 
+_INNER = re.compile(r"(\d+):(\d+): ")
 RESERVED_LABELS = frozenset({"severity", "service", "alertname", "alertstate"})
 
 
@@ -30,6 +33,18 @@ class Collector:
     def error(self, path: Where, message: str, code: str = codes.SPEC_VALUE) -> None:
         """A spec error at ``path``."""
         self.diagnostics.append(self.positions.diag(path, message, code=code))
+
+    def promql_error(self, path: Where, error: str) -> None:
+        """``invalid PromQL: <error>`` at ``path``, at the very character when the parser's
+        error names one inside the expression (promtool's ``1:37: parse error: …``)."""
+        message = f"invalid PromQL: {error}"
+        found = _INNER.match(error)
+        inner = self.positions.inner(path, int(found[1]), int(found[2])) if found else None
+        if inner is None:
+            self.error(path, message)
+            return
+        diagnostic = self.positions.diag(path, message)
+        self.diagnostics.append(replace(diagnostic, line=inner[0], col=inner[1]))
 
     def add(self, path: Where, message: str, code: str, severity: Severity, hint: str = "") -> None:
         """A problem of any code and severity at ``path`` (a lint finding)."""

@@ -45,6 +45,28 @@ class Positions:
     values: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     keys: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     sources: dict[PathKey, tuple[str, PathKey]] = field(default_factory=dict)
+    # each text scalar's style and where it ends (its start is in ``values``), and the
+    # source's lines: where a position inside a value (a PromQL parse error's) is in the file
+    scalars: dict[PathKey, tuple[str | None, tuple[int, int]]] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list, repr=False)
+
+    def inner(self, path: Where, line: int, col: int) -> tuple[int, int] | None:
+        """The file's line and column of the character at 1-based ``line``:``col`` of the text
+        value at ``path`` (a PromQL parser's position inside an expression), or ``None`` when
+        it cannot be told for certain: the value is inherited, folded, or a quoted scalar
+        over several lines (its escapes and folding move the characters)."""
+        key = tuple(path)
+        if key not in self.scalars or key in self.sources or key not in self.values:
+            return None
+        style, end = self.scalars[key]
+        start = self.values[key]
+        if style == "|":
+            return _in_literal_block(self.lines, start, end, line, col)
+        if line != 1 or start[0] != end[0] or style == ">":
+            return None
+        source = self.lines[start[0] - 1] if start[0] <= len(self.lines) else ""
+        index = _decoded_index(source, start[1] - 1, style, col - 1)
+        return None if index is None else (start[0], index + 1)
 
     def has(self, path: Where) -> bool:
         """Whether the file itself has a value at ``path`` (a default has none)."""
@@ -126,6 +148,54 @@ class Origin:
         shown = self.path if path is None else path
         text = f"{message} ({self.via})" if self.via else message
         return Diagnostic(self.file, self.line, self.col, shown, text, code)
+
+
+def _decoded_index(source: str, start: int, style: str | None, wanted: int) -> int | None:
+    """The index in ``source`` (a line) of the ``wanted``-th character of the one-line scalar
+    starting at ``start``: plain text as it is; quoted text past its quote, an escape or a
+    doubled quote counting as the one character it stands for."""
+    if not style:  # plain (libyaml's style for it is "", PyYAML's None)
+        return start + wanted
+    index, count = start + 1, 0
+    while index < len(source):
+        char = source[index]
+        if char == style and not (style == "'" and source[index + 1 : index + 2] == "'"):
+            # the closing quote: right after the value (``unexpected end of input``) or past it
+            return index if count == wanted else None
+        if count == wanted:
+            return index
+        if style == "'" and char == "'":
+            index += 2
+        elif style == '"' and char == "\\":
+            index += _ESCAPE_WIDTHS.get(source[index + 1 : index + 2], 2)
+        else:
+            index += 1
+        count += 1
+    return None
+
+
+_ESCAPE_WIDTHS = {"x": 4, "u": 6, "U": 10}  # ``\xNN``, ``\uNNNN``, ``\UNNNNNNNN``
+
+
+def _in_literal_block(
+    lines: list[str], start: tuple[int, int], end: tuple[int, int], line: int, col: int
+) -> tuple[int, int] | None:
+    """``line``:``col`` of a literal block scalar (``|``, ``|-``) in the file: its content
+    starts on the line after the header, each line indented as the first non-empty one."""
+    first = next((n for n in range(start[0], min(end[0], len(lines))) if lines[n].strip()), None)
+    if first is None:
+        return None
+    indent = len(lines[first]) - len(lines[first].lstrip(" "))
+    content = []
+    for n in range(first, min(end[0], len(lines))):
+        if lines[n].strip() and len(lines[n]) - len(lines[n].lstrip(" ")) < indent:
+            break  # the next key: the block ended
+        if lines[n].strip():
+            content.append(n)
+    target = start[0] + line  # 1-based: the header is on line start[0]
+    if target - 1 > content[-1]:  # past the last line (the end of input): right after it
+        return content[-1] + 1, len(lines[content[-1]]) + 1
+    return target, indent + col
 
 
 @dataclass
@@ -230,6 +300,7 @@ def load_text(text: str, display: str) -> LoadedDocument:
     node = _fast_compose(text)
     if node is None:
         node = _compose(text, display)
+    positions.lines = text.split("\n")
     builder = _Builder(positions, yaml.SafeLoader(""))
     data = builder.build(node, ())
     return LoadedDocument(data, positions)
@@ -452,6 +523,9 @@ class _Builder:
         else:
             if isinstance(value, str) and _SURROGATE.search(value):
                 raise LoadError(_at(self.positions.file, here, path, _surrogate(value)))
+            if isinstance(value, str):
+                end = (node.end_mark.line + 1, node.end_mark.column + 1)
+                self.positions.scalars[path] = (getattr(node, "style", None), end)
             return value
         raise LoadError(_at(self.positions.file, here, path, f"invalid value: {problem}"))
 
