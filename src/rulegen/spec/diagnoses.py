@@ -19,7 +19,7 @@ DISK_DEVICES = "nvme.+|sd[a-z]+|vd[a-z]+|xvd[a-z]+"
 VIRTUAL_NICS = "lo|veth.*|docker.*|cni.*|flannel.*|cali.*|virbr.*|br-.*"
 
 
-TTFT = "the TTFT quantile above which TTFT is slow, e.g. 500ms"
+TTFT = "the time to first token (at quantile) above which requests start slowly, e.g. 500ms"
 QUANTILE = "the TTFT quantile read, e.g. 0.99"
 DISK = "a disk's %util (iostat) above which it is busy, e.g. 70%"
 DISKS = "regex of the physical block devices read; default: nvme, sd, vd, xvd devices"
@@ -38,9 +38,7 @@ class DiagnosisBase(SpecBase):
     for_: Duration = Field(
         default="5m", alias="for", description="how long the evidence must hold before it fires"
     )
-    window: Duration = Field(
-        default="5m", description="the rate window, a whole number of scrapes"
-    )
+    window: Duration = Field(default="5m", description="the rate window, a whole number of scrapes")
     labels: dict[str, str] = Field(default={}, description="extra labels of this alert")
 
 
@@ -93,9 +91,7 @@ class GpuKernelContention(DiagnosisBase):
     gpu_scale: Scalar = Field(
         default=100, description="the value of gpu_metric at full utilisation (it is divided by it)"
     )
-    requests_waiting: Scalar = Field(
-        default=0, description="more requests than this must wait"
-    )
+    requests_waiting: Scalar = Field(default=0, description="more requests than this must wait")
     disk_utilization: Scalar = Field(
         default="70%", description="the busiest disk's %util must be at or below this"
     )
@@ -127,11 +123,12 @@ class GpuHealth(DiagnosisBase):
         default="1h", description="how long an XID stays new (at most 1h, longer than for)"
     )
     ignore_xids: Regex = Field(
-        default=None, description="regex of XID codes left out; \"\": none; default: the "
-        "gpu_xid_errors signal's",
+        default=None,
+        description='regex of XID codes left out; "": none; default: the gpu_xid_errors signal\'s',
     )
     uncorrectable_rows: Scalar = Field(
-        default=None, description="uncorrectable remapped rows that count as failed; default: "
+        default=None,
+        description="uncorrectable remapped rows that count as failed; default: "
         "the gpu_row_remap_failure signal's (512)",
     )
 

@@ -28,8 +28,10 @@ from rulegen.source.base import (
 )
 from rulegen.spec.diagnoses import DiagnosisSpec
 
-# Every field carries a description: editors show it as the key's help (tests/cli/test_json_schema.py).
+# Every field carries a description: editors show it as the key's help
+# (tests/cli/test_json_schema.py checks none is missing).
 ALERTS = "threshold alerts, each on a catalog signal or custom (its own PromQL)"
+GROUP = "the rule group of exactly this name (one line); default: <service>-custom"
 EXTENDS = "a defaults file (relative path) whose keys this spec inherits and overrides key by key"
 
 
@@ -37,23 +39,25 @@ class AlertBase(SpecBase):
     """Keys every alert accepts, whatever its signal."""
 
     name: str | None = Field(
-        default=None, pattern=ALERT_NAME,
+        default=None,
+        pattern=ALERT_NAME,
         description="the alert's name, unique per service; default: the signal's alert name",
     )
     severity: Severity
     for_: Duration = Field(
-        default=None, alias="for",
+        default=None,
+        alias="for",
         description="how long the condition must hold before it fires, e.g. 5m; default: the "
         "signal's",
     )
     labels: dict[str, str] = Field(default={}, description="extra labels of this alert")
     summary: str | None = Field(
-        default=None, description="the summary annotation, with placeholders; default: the "
-        "signal's text",
+        default=None,
+        description="the summary annotation, with placeholders; default: the signal's text",
     )
     description: str | None = Field(
-        default=None, description="the description annotation, with placeholders; default: "
-        "the signal's text",
+        default=None,
+        description="the description annotation, with placeholders; default: the signal's text",
     )
 
 
@@ -62,12 +66,13 @@ class CatalogAlert(AlertBase):
 
     threshold: Scalar
     window: Duration = Field(
-        default=None, description="the rate or quantile window, e.g. 5m (at most 1d, at least "
+        default=None,
+        description="the rate or quantile window, e.g. 5m (at most 1d, at least "
         "two scrapes); default: the signal's; gauge signals take none",
     )
     matchers: str | None = Field(
-        default=None, description="extra matchers on the signal's series, e.g. "
-        "'device=~\"nvme.+\"'",
+        default=None,
+        description="extra matchers on the signal's series, e.g. 'device=~\"nvme.+\"'",
     )
 
 
@@ -89,19 +94,22 @@ class CustomExample(SpecBase):
         default=[], description="durations from the start at which the alert fires"
     )
     silent_at: list[Duration] = Field(
-        default=[], description="durations from the start at which no alert of this name "
+        default=[],
+        description="durations from the start at which no alert of this name "
         "fires (pending is not firing)",
     )
     labels: dict[str, str] = Field(
-        default={}, description="the labels of the expression's result for that alert, beyond "
-        "the rule's own",
+        default={},
+        description="the labels of the expression's result for that alert, beyond the rule's own",
     )
     value: Scalar = Field(
-        default=None, description="the expression's value at fires_at; required when the "
+        default=None,
+        description="the expression's value at fires_at; required when the "
         "annotations print $value",
     )
     interval: Duration = Field(
-        default=None, description="the interval between the samples of series; default: "
+        default=None,
+        description="the interval between the samples of series; default: "
         "the spec's scrape_interval",
     )
 
@@ -114,23 +122,25 @@ class CustomAlert(AlertBase):
     expr: str = Field(description="the PromQL of the alert; must return an instant vector")
     # how the default description prints the value (humanized); none prints it as is
     unit: Literal["duration", "percent", "number", "bandwidth", "bytes"] | None = Field(
-        default=None, description="the unit the default description (and {value}) prints the "
+        default=None,
+        description="the unit the default description (and {value}) prints the "
         "value humanized in; none: as it is",
     )
     annotations: dict[str, str] | None = Field(
-        default=None, description="annotation name → text, passed through as Go templates "
-        "for Prometheus",
+        default=None,
+        description="annotation name → text, passed through as Go templates for Prometheus",
     )
     keep_firing_for: Duration = Field(
-        default=None, description="how long the alert keeps firing after its condition "
-        "clears, e.g. 10m",
+        default=None,
+        description="how long the alert keeps firing after its condition clears, e.g. 10m",
     )
     group: str | None = Field(
-        default=None, description="the rule group (a key of groups:) it is written to; "
-        "default: <service>-custom",
+        default=None,
+        description=GROUP,
     )
     examples: Annotated[list[CustomExample], Field(min_length=1)] | None = Field(
-        default=None, description="input series and the times the alert must fire and must "
+        default=None,
+        description="input series and the times the alert must fire and must "
         "not, turned into a promtool test",
     )
 
@@ -142,8 +152,8 @@ class RecordingSpec(SpecBase):
     expr: str = Field(description="the PromQL expression recorded")
     labels: dict[str, str] = Field(default={}, description="labels added to the recording")
     group: str | None = Field(
-        default=None, description="the rule group (a key of groups:) it is written to; "
-        "default: <service>-custom",
+        default=None,
+        description=GROUP,
     )
 
 
@@ -151,16 +161,17 @@ class GroupSpec(SpecBase):
     """A rule group named by ``group:`` on custom alerts and recordings."""
 
     interval: Duration = Field(
-        default=None, description="the group's evaluation interval; default: the spec's "
-        "evaluation_interval",
+        default=None,
+        description="the group's evaluation interval; default: the spec's evaluation_interval",
     )
     query_offset: Duration = Field(
-        default=None, description="the group's queries read the data this much in the past "
+        default=None,
+        description="the group's queries read the data this much in the past "
         "(late samples); needs Prometheus 2.53+",
     )
     labels: dict[str, str] = Field(
-        default={}, description="labels Prometheus adds to every rule of the group (3.0+); "
-        "service is refused",
+        default={},
+        description="labels Prometheus adds to every rule of the group (3.0+); service is refused",
     )
 
 
@@ -192,8 +203,8 @@ class LatencySLI(SpecBase):
     metric: str = Field(description=_LATENCY_METRIC)
     threshold: Latency = Field(description=f"{_LATENCY_THRESHOLD}; slower requests are errors")
     matchers: str | None = Field(default=None, description="matchers on the histogram's series")
-    buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = (
-        Field(default=None, description=_BUCKETS)
+    buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = Field(
+        default=None, description=_BUCKETS
     )
     # How the histogram is stored; default: the spec's ``histograms:`` (docs/histograms.md)
     histogram: HistogramKind | None = Field(default=None, description=_HISTOGRAM)
@@ -204,8 +215,8 @@ class GoodputLatency(SpecBase):
 
     metric: str = Field(description=_LATENCY_METRIC)
     threshold: Latency = Field(description=f"{_LATENCY_THRESHOLD}; a request meets it if faster")
-    buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = (
-        Field(default=None, description=_BUCKETS)
+    buckets: Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "number"}})] = Field(
+        default=None, description=_BUCKETS
     )
     # How the histogram is stored; default: the spec's ``histograms:`` (docs/histograms.md)
     histogram: HistogramKind | None = Field(default=None, description=_HISTOGRAM)
@@ -284,7 +295,8 @@ class SLISpec(SpecBase):
     )
     # false: do not add the spec's `selectors:` of the metric's family (docs/slos.md)
     selectors: bool = Field(
-        default=True, description="add the spec's selectors: of the SLI metric's family to "
+        default=True,
+        description="add the spec's selectors: of the SLI metric's family to "
         "its selectors; false: do not",
     )
 
@@ -328,11 +340,13 @@ class AbsentAlertSpec(SpecBase):
 
     # default: the SLO's alerting.name + "Absent"
     name: str | None = Field(
-        default=None, pattern=ALERT_NAME,
+        default=None,
+        pattern=ALERT_NAME,
         description="the alert's name; default: alerting.name + Absent (ErrorBudgetBurnAbsent)",
     )
     for_: Duration = Field(
-        default="10m", alias="for",
+        default="10m",
+        alias="for",
         description="how long no series may exist before it fires (at most 7d)",
     )
     # default: the page's severity
@@ -350,7 +364,8 @@ class SLOAlerting(SpecBase):
     page: PageSwitch = Field(default=PageSwitch(), description="the page alert")
     ticket: TicketSwitch = Field(default=TicketSwitch(), description="the ticket alert")
     min_traffic: Scalar = Field(
-        default=None, description="requests per second in a tier's short window below which "
+        default=None,
+        description="requests per second in a tier's short window below which "
         "that tier does not fire",
     )
     for_: SLOFor = Field(
@@ -358,8 +373,8 @@ class SLOAlerting(SpecBase):
     )
     labels: dict[str, str] = Field(default={}, description="extra labels on the SLO's alerts")
     absent: AbsentAlertSpec | None = Field(
-        default=None, description="an alert while no series of the SLI's total exists for its "
-        "for",
+        default=None,
+        description="an alert while no series of the SLI's total exists for its for",
     )
 
 
@@ -376,11 +391,12 @@ class TierSpec(SpecBase):
     # labels or annotations of this tier alone: it becomes an alert rule of its own (the
     # same name and severity), over its alert's (docs/slos.md#labels-per-tier)
     labels: dict[str, str] = Field(
-        default={}, description="labels of this tier alone (it becomes a rule of its own), "
-        "over its alert's",
+        default={},
+        description="labels of this tier alone (it becomes a rule of its own), over its alert's",
     )
     annotations: dict[str, str] = Field(
-        default={}, description="annotations of this tier alone (it becomes a rule of its "
+        default={},
+        description="annotations of this tier alone (it becomes a rule of its "
         "own), over its alert's",
     )
 
@@ -389,30 +405,25 @@ class SLOSpec(SpecBase):
     """A service level objective with its burn-rate alerts."""
 
     name: str = Field(
-        pattern=SLO_NAME, max_length=63,
-        description="unique per service; the label slo=\"…\" on its rules",
+        pattern=SLO_NAME,
+        max_length=63,
+        description='unique per service; the label slo="…" on its rules',
     )
-    objective: Scalar = Field(
-        description="in (0%, 100%) exclusive: 99.9%, or the fraction 0.999"
-    )
+    objective: Scalar = Field(description="in (0%, 100%) exclusive: 99.9%, or the fraction 0.999")
     window: Duration = Field(default="30d", description="the SLO window, e.g. 7d, 28d, 90d")
     evaluation_interval: Duration = Field(
         default=None, description="the SLO group's interval; default: the spec's"
     )
-    description: str | None = Field(
-        default=None, description="the annotation slo_description"
-    )
-    sli: SLISpec = Field(
-        description="the SLI: exactly one of ratio, latency, goodput, events, raw"
-    )
+    description: str | None = Field(default=None, description="the annotation slo_description")
+    sli: SLISpec = Field(description="the SLI: exactly one of ratio, latency, goodput, events, raw")
     group_by: list[str] = Field(default=[], description="one SLO per value of these labels")
     alerting: SLOAlerting = Field(
-        default=SLOAlerting(), description="how the burn-rate alerts are named, labelled "
-        "and guarded",
+        default=SLOAlerting(),
+        description="how the burn-rate alerts are named, labelled and guarded",
     )
     tiers: Annotated[list[TierSpec], Field(min_length=1)] | None = Field(
-        default=None, description="the burn-rate tiers {long, short, budget, alert}; "
-        "default: the SRE Workbook's",
+        default=None,
+        description="the burn-rate tiers {long, short, budget, alert}; default: the SRE Workbook's",
     )
 
 
@@ -423,8 +434,8 @@ class OperatorTarget(SpecBase):
                            max_length=63, description="the PrometheusRule's namespace (a DNS "
                            "label)")  # fmt: skip
     labels: dict[str, str] = Field(
-        default={}, description="the PrometheusRule's labels (what the Prometheus' "
-        "ruleSelector selects)",
+        default={},
+        description="the PrometheusRule's labels (what the Prometheus' ruleSelector selects)",
     )
 
 
@@ -440,12 +451,14 @@ class MimirTarget(SpecBase):
     """Mimir ruler settings (``--target mimir``): the namespace defaults to the service."""
 
     namespace: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9_.-]+$",
+        default=None,
+        pattern=r"^[A-Za-z0-9_.-]+$",
         description="the ruler namespace; names the file mimir/<namespace>.yaml; default: the "
         "service",
     )
     grouping_label: str = Field(
-        default="cluster", pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$",
+        default="cluster",
+        pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$",
         description="the label every aggregation keeps",
     )
 
@@ -454,24 +467,28 @@ class VictoriaMetricsTarget(SpecBase):
     """vmalert group settings (``--target victoriametrics``), on every group of the service."""
 
     concurrency: int | None = Field(
-        default=None, ge=1, description="rules of a group vmalert evaluates at once; default: "
-        "vmalert's (1)",
+        default=None,
+        ge=1,
+        description="rules of a group vmalert evaluates at once; default: vmalert's (1)",
     )
     labels: dict[str, str] = Field(
-        default={}, description="labels vmalert adds to every rule of every group (over the "
-        "rules' own)",
+        default={},
+        description="labels vmalert adds to every rule of every group (over the rules' own)",
     )
     # The server's -search.maxQueryLen (VictoriaMetrics' default): no expression is written
     # longer when fewer inlined levels fit (docs/victoriametrics.md). Below 1024 bytes not
     # even a cascade level's own expression fits.
     max_query_len: int = Field(
-        default=16384, ge=1024, description="the server's -search.maxQueryLen in bytes: no "
+        default=16384,
+        ge=1024,
+        description="the server's -search.maxQueryLen in bytes: no "
         "rule is written longer when fewer inlined levels fit",
     )
     # SLO alert descriptions without the `query` template, which vmalert 1.79's replay mode
     # refuses (docs/victoriametrics.md#backfilling-the-slo-recordings-of-a-new-deployment-replay)
     replay_safe: bool = Field(
-        default=False, description="true: SLO alert descriptions do not call the query "
+        default=False,
+        description="true: SLO alert descriptions do not call the query "
         "template, which vmalert 1.79's replay refuses",
     )
 
@@ -485,7 +502,8 @@ class PrometheusSettings(SpecBase):
 
     # A string: YAML reads an unquoted 3.10 as the number 3.1 (rulegen.pipeline.service says so).
     version: Annotated[Any, WithJsonSchema({**_VERSION, "default": "3.5"})] = Field(
-        default="3.5", description="a quoted MAJOR.MINOR from \"2.42\" on, e.g. \"3.5\": the "
+        default="3.5",
+        description='a quoted MAJOR.MINOR from "2.42" on, e.g. "3.5": the '
         "rules and tests follow its PromQL semantics",
     )
 
@@ -497,7 +515,7 @@ class VllmSettings(SpecBase):
 
     # A string, as prometheus.version: YAML reads an unquoted 0.10 as the number 0.1.
     version: Annotated[Any, WithJsonSchema(_VERSION)] = Field(
-        description="a quoted MAJOR.MINOR from \"0.6\" on, e.g. \"0.34\""
+        description='a quoted MAJOR.MINOR from "0.6" on, e.g. "0.34"'
     )
 
 
@@ -519,15 +537,16 @@ class SpecModel(SpecBase):
 
     version: Literal[1] = Field(description="the spec format's version: 1")
     service: str = Field(
-        pattern=SERVICE_NAME, max_length=63,
-        description="the label service=\"…\" on every alert and recording; names the output "
-        "files",
+        pattern=SERVICE_NAME,
+        max_length=63,
+        description='the label service="…" on every alert and recording; names the output files',
     )
     labels: dict[str, str] = Field(
         default={}, description="labels added to every alert of this spec"
     )
     runbook_url: str | None = Field(
-        default=None, description="the runbook_url annotation of every alert; {alert} is "
+        default=None,
+        description="the runbook_url annotation of every alert; {alert} is "
         "replaced by the alert's name",
     )
     evaluation_interval: Duration = Field(
@@ -540,16 +559,19 @@ class SpecModel(SpecBase):
         default=PrometheusSettings(), description="the Prometheus that evaluates the rules"
     )
     vllm: VllmSettings | None = Field(
-        default=None, description="the vLLM release the vLLM signals read; default: every "
+        default=None,
+        description="the vLLM release the vLLM signals read; default: every "
         "name a release may expose",
     )
     selectors: dict[str, str] = Field(
-        default={}, description="exporter family (node, vllm, dcgm, …) → matchers added to "
+        default={},
+        description="exporter family (node, vllm, dcgm, …) → matchers added to "
         "every selector of that family",
     )
     # classic, nhcb or native, by exporter family or histogram metric (docs/histograms.md)
     histograms: dict[str, HistogramKind] = Field(
-        default={}, description="family or histogram base name → classic, nhcb or native: "
+        default={},
+        description="family or histogram base name → classic, nhcb or native: "
         "how its histograms are stored",
     )
     alerts: Annotated[list[Any], Field(min_length=1)] | None = Field(
@@ -559,13 +581,15 @@ class SpecModel(SpecBase):
         default=None, description="service level objectives with burn-rate alerts"
     )
     host_label: str | None = Field(
-        default=None, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$",
+        default=None,
+        pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$",
         description="a label every node, vLLM and DCGM series carries for its machine; "
         "default: host from instance",
     )
     # How long Prometheus keeps samples (`--storage.tsdb.retention.time`), for `rulegen lint`.
     retention: Duration = Field(
-        default=None, description="Prometheus' --storage.tsdb.retention.time, e.g. 15d; "
+        default=None,
+        description="Prometheus' --storage.tsdb.retention.time, e.g. 15d; "
         "rulegen lint checks SLO windows against it",
     )
     # Split a family's rule group past this many rules (never a recording from its alerts).
@@ -573,8 +597,8 @@ class SpecModel(SpecBase):
         default=None, ge=2, description="split a family's rule group past this many rules"
     )
     targets: TargetSettings = Field(
-        default=TargetSettings(), description="settings of the Operator, Thanos, Mimir and "
-        "VictoriaMetrics outputs",
+        default=TargetSettings(),
+        description="settings of the Operator, Thanos, Mimir and VictoriaMetrics outputs",
     )
     diagnoses: Annotated[list[DiagnosisSpec], Field(min_length=1)] | None = Field(
         default=None, description="root-cause alerts, one kind each"
@@ -586,7 +610,8 @@ class SpecModel(SpecBase):
         default=None, description="recording rules of your own"
     )
     groups: dict[str, GroupSpec] = Field(
-        default={}, description="name → settings of the rule groups that custom alerts and "
+        default={},
+        description="name → settings of the rule groups that custom alerts and "
         "recordings name with group:",
     )
     # The severities the alerts take, most severe first, and which page (docs/spec.md#severities);

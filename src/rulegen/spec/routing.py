@@ -54,7 +54,8 @@ class Slack(SpecBase):
     ``global.slack_api_url_file``)."""
 
     api_url_file: str | None = Field(
-        default=None, description=SECRET_FILE.format("webhook URL") + "; not needed when the "
+        default=None,
+        description=SECRET_FILE.format("webhook URL") + "; not needed when the "
         "base file sets global.slack_api_url_file",
     )
     api_url: str | None = Field(
@@ -66,7 +67,8 @@ class Slack(SpecBase):
     # and description (``routing.resolve``), Alertmanager's own title when left out
     title: str | None = Field(default=None, description="a Go template; default: Alertmanager's")
     text: str | None = Field(
-        default=None, description="a Go template; default: each alert's summary and description"
+        default=None,
+        description="a Go template; default: each alert's summary, description and runbook",
     )
 
 
@@ -106,7 +108,8 @@ class RouteSpec(SpecBase):
     )
     receiver: str = Field(description="the receiver of the alerts the route matches")
     continue_: bool = Field(
-        default=False, alias="continue",
+        default=False,
+        alias="continue",
         description="true: the alert goes on to the next sibling routes after this one",
     )
     group_by: list[str] | None = Field(
@@ -118,12 +121,8 @@ class RouteSpec(SpecBase):
 class InhibitSpec(SpecBase):
     """Silence ``target`` alerts while a ``source`` alert with the same ``equal`` labels fires."""
 
-    source: dict[str, str] = Field(
-        min_length=1, description=f"{LABELS} of the alert that inhibits"
-    )
-    target: dict[str, str] = Field(
-        min_length=1, description=f"{LABELS} of the alerts silenced"
-    )
+    source: dict[str, str] = Field(min_length=1, description=f"{LABELS} of the alert that inhibits")
+    target: dict[str, str] = Field(min_length=1, description=f"{LABELS} of the alerts silenced")
     equal: list[str] = Field(
         default=[], description="labels source and target must have equal values of"
     )
@@ -142,7 +141,8 @@ class Routing(SpecBase):
     """The Alertmanager tree rulegen owns: route, receivers, inhibit rules."""
 
     base: str | None = Field(
-        default=None, description="an Alertmanager config with everything rulegen does not "
+        default=None,
+        description="an Alertmanager config with everything rulegen does not "
         "own (global, templates, …), relative to the routing file",
     )
     group_by: list[str] = Field(
@@ -150,9 +150,7 @@ class Routing(SpecBase):
     )
     group_wait: Duration = Field(default="30s", description="the root route's group_wait")
     group_interval: Duration = Field(default="5m", description="the root route's group_interval")
-    repeat_interval: Duration = Field(
-        default="4h", description="the root route's repeat_interval"
-    )
+    repeat_interval: Duration = Field(default="4h", description="the root route's repeat_interval")
     default_receiver: str = Field(description="the root route's receiver")
     receivers: list[ReceiverSpec] = Field(
         min_length=1, description="named receivers, each with exactly one integration"

@@ -13,9 +13,9 @@ import copy
 from typing import Any, Literal
 
 from rulegen.catalog import Catalog
+from rulegen.catalog.definition import ParamDef
 from rulegen.source.extends import PER_ALERT, Vocabulary
 from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
-from rulegen.catalog.definition import ParamDef
 from rulegen.spec.models import spec_model
 from rulegen.spec.precise import precise, threshold_schema, without_defaults
 from rulegen.spec.routing import RoutingFile
@@ -61,9 +61,11 @@ def _spec(catalog: Catalog) -> dict[str, Any]:
 
 def _about(key: str, param: ParamDef) -> str:
     """A signal parameter's help when its definition has no ``about``: what it is (the
-    metric read, a quantile, a regex) and its default."""
-    kind = {"metric": "the metric the signal reads", "regex": "a regex"}.get(param.type, "")
-    what = kind or ("the quantile read" if key == "quantile" else f"the signal's {key}")
+    metric read, the quantile) and its default."""
+    if param.type == "metric":
+        what = "the metric the signal reads"
+    else:
+        what = "the quantile read" if key == "quantile" else f"the signal's {key} ({param.type})"
     return what if param.default is None else f"{what}; default: {param.default}"
 
 
