@@ -119,6 +119,21 @@ class CustomAlert(AlertBase):
 
     signal: Literal["custom"] = Field(description="custom: an alert on your own expression")
     name: str = Field(pattern=ALERT_NAME, description="the alert's name (required for custom)")
+    for_: Duration = Field(
+        default=None,
+        alias="for",
+        description="how long the condition must hold before it fires, at most 365d; default: 0s",
+    )
+    summary: str | None = Field(
+        default=None,
+        description="the summary annotation, with placeholders; default: the alert's name and "
+        "the labels that identify the firing instance",
+    )
+    description: str | None = Field(
+        default=None,
+        description="the description annotation, with placeholders; default: the value, every "
+        "label, the for and the runbook",
+    )
     expr: str = Field(description="the PromQL of the alert; must return an instant vector")
     # how the default description prints the value (humanized); none prints it as is
     unit: Literal["duration", "percent", "number", "bandwidth", "bytes"] | None = Field(
@@ -374,7 +389,7 @@ class SLOAlerting(SpecBase):
     labels: dict[str, str] = Field(default={}, description="extra labels on the SLO's alerts")
     absent: AbsentAlertSpec | None = Field(
         default=None,
-        description="an alert while no series of the SLI's total exists for its for",
+        description="an alert while the SLI has no series of its total (no data) for a while",
     )
 
 
