@@ -8,6 +8,7 @@ given schemas" for a typo in one alert, and nothing about the others' mistakes.
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,17 @@ from rulegen.spec.schema import Kind, schema
 
 
 @cache
-def validator(kind: Kind) -> jsonschema.Draft202012Validator:
+def built(kind: Kind) -> dict[str, Any]:
     """The schema ``rulegen schema --kind KIND`` prints, with the repository's signals."""
     catalog = load_catalog([REPO / "signals"])
-    found = schema(kind, catalog, vocabulary(catalog))
-    jsonschema.Draft202012Validator.check_schema(found)
-    return jsonschema.Draft202012Validator(found)
+    return schema(kind, catalog, vocabulary(catalog))
+
+
+@cache
+def validator(kind: Kind) -> jsonschema.Draft202012Validator:
+    """A validator of ``built(kind)``, the schema itself checked first."""
+    jsonschema.Draft202012Validator.check_schema(built(kind))
+    return jsonschema.Draft202012Validator(built(kind))
 
 
 def problems(kind: Kind, data: Any) -> list[tuple[str, str]]:
@@ -133,3 +139,48 @@ def test_the_example_specs_pass_the_schema(path: Path) -> None:
     kinds: dict[str, Kind] = {"routing.yaml": "routing", "defaults.yaml": "defaults"}
     kind = kinds.get(path.name, "spec")
     assert problems(kind, yaml.safe_load(path.read_text(encoding="utf-8"))) == []
+
+
+CONDITIONS = ("if", "not")  # predicates choosing a branch, not fields an editor completes
+
+
+def undescribed(node: Any, defs: dict[str, Any], path: str = "$") -> list[str]:
+    """The path of every property, at any depth (definitions and ``then``/``else``/``allOf``
+    branches included), with no description of its own nor one on the definition it refers
+    to; ``if``/``not`` conditions are left out."""
+    if isinstance(node, list):
+        return [p for i, item in enumerate(node) for p in undescribed(item, defs, f"{path}[{i}]")]
+    if not isinstance(node, dict):
+        return []
+    found = []
+    properties = node.get("properties")
+    for key, field in (properties if isinstance(properties, dict) else {}).items():
+        ref = field.get("$ref", "").rsplit("/", 1)[-1]
+        if not (field.get("description") or defs.get(ref, {}).get("description")):
+            found.append(f"{path}.properties.{key}")
+    for key, value in node.items():
+        if key not in CONDITIONS:
+            found += undescribed(value, defs, f"{path}.{key}")
+    return found
+
+
+KINDS: tuple[Kind, ...] = ("spec", "routing", "defaults")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_field_has_a_description(kind: Kind) -> None:
+    """An editor shows a key's description as its help: none may be missing."""
+    found = built(kind)
+    assert undescribed(found, found["$defs"]) == []
+
+
+def test_a_field_without_description_is_found() -> None:
+    """The walk finds a removed description inside a definition and inside a branch."""
+    found = copy.deepcopy(built("spec"))
+    del found["$defs"]["SLOSpec"]["properties"]["window"]["description"]
+    branch = found["allOf"][-1]["then"]["properties"]["slos"]
+    del branch["description"]
+    assert undescribed(found, found["$defs"]) == [
+        "$.$defs.SLOSpec.properties.window",
+        "$.allOf[1].then.properties.slos",
+    ]

@@ -40,8 +40,10 @@ SeverityList = Annotated[
                 {
                     "type": "object",
                     "properties": {
-                        "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
-                        "pages": {"type": "boolean"},
+                        "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                                 "description": "the severity's name"},
+                        "pages": {"type": "boolean",
+                                  "description": "whether alerts of this severity page"},
                     },
                     "required": ["name"],
                     "additionalProperties": False,

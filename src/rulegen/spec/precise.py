@@ -132,7 +132,7 @@ class _Mirror:
         for key, value in node.get("properties", {}).items():
             found = self.leaf if self.leaf and _is_severity(value) else self.of(value)
             if found is not None:
-                props[key] = found
+                props[key] = self._described(found, value)
         if props:
             out["properties"] = props
         for key in ("items", "then", "else"):
@@ -143,6 +143,14 @@ class _Mirror:
             out["if"] = node["if"]
         out.update(self._all_of(node.get("allOf", ())))
         return out or None
+
+    def _described(self, found: Schema, field: Any) -> Schema:
+        """``found`` with the description of the field it mirrors (its own or its
+        definition's): an editor shows the help of every schema that applies."""
+        about = field.get("description") if isinstance(field, dict) else None
+        if not about and isinstance(field, dict) and "$ref" in field:
+            about = self.defs.get(field["$ref"].rsplit("/", 1)[-1], {}).get("description")
+        return {**found, "description": about} if about else found
 
     def _all_of(self, parts: list[Any]) -> Schema:
         """The mirrored ``allOf``; when every part mirrors to the same ``then`` (the alert

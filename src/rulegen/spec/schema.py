@@ -13,6 +13,7 @@ import copy
 from typing import Any, Literal
 
 from rulegen.catalog import Catalog
+from rulegen.catalog.definition import ParamDef
 from rulegen.source.extends import PER_ALERT, Vocabulary
 from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
 from rulegen.spec.models import spec_model
@@ -22,6 +23,7 @@ from rulegen.spec.routing import RoutingFile
 Kind = Literal["spec", "routing", "defaults"]
 KINDS: tuple[Kind, ...] = ("spec", "routing", "defaults")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
+EXTENDS_DEFAULTS = "another defaults file (relative path) this one inherits and overrides"
 TITLES = {
     "spec": "rulegen spec (version 1)",
     "routing": "rulegen routing file (version 1)",
@@ -52,9 +54,19 @@ def _spec(catalog: Catalog) -> dict[str, Any]:
         if "threshold" in fields:
             fields["threshold"] = {"title": "Threshold", **threshold_schema(signal.threshold)}
         for key, param in signal.params.items():
-            if key in fields and param.about:
-                fields[key] = {**fields[key], "description": param.about}
+            if key in fields:
+                fields[key] = {**fields[key], "description": param.about or _about(key, param)}
     return out
+
+
+def _about(key: str, param: ParamDef) -> str:
+    """A signal parameter's help when its definition has no ``about``: what it is (the
+    metric read, the quantile) and its default."""
+    if param.type == "metric":
+        what = "the metric the signal reads"
+    else:
+        what = "the quantile read" if key == "quantile" else f"the signal's {key} ({param.type})"
+    return what if param.default is None else f"{what}; default: {param.default}"
 
 
 def _fillable(catalog: Catalog, vocabulary: Vocabulary) -> dict[str, set[str]]:
@@ -77,17 +89,30 @@ def _defaults(spec: dict[str, Any], vocabulary: Vocabulary) -> dict[str, Any]:
         found = _variant(defs, signal)
         allowed = sorted(keys - PER_ALERT)
         fields = found.get("properties", {}) if found else {}
-        alerts[signal] = _open_object({k: fields.get(k, {}) for k in allowed})
+        alerts[signal] = {
+            **_open_object({k: fields.get(k, {}) for k in allowed}),
+            "description": f"the keys every {signal} alert takes by default",
+        }
     slo_fields = defs.get("SLOSpec", {}).get("properties", {})
     defaults = {k: props[k] for k in sorted(vocabulary.service) if k in props}
-    defaults["alerts"] = {"type": "object", "properties": alerts, "additionalProperties": False}
-    defaults["slos"] = _open_object({k: slo_fields.get(k, {}) for k in sorted(vocabulary.slo)})
+    defaults["alerts"] = {
+        **_open_object(alerts),
+        "description": "signal (or custom) → the keys every alert on it takes by default",
+    }
+    defaults["slos"] = {
+        **_open_object({k: slo_fields.get(k, {}) for k in sorted(vocabulary.slo)}),
+        "description": "the keys every SLO takes by default",
+    }
     return {
         "type": "object",
         "properties": {
             "version": props["version"],
-            "extends": {"type": "string"},
-            "defaults": {"type": "object", "properties": defaults, "additionalProperties": False},
+            "extends": {"type": "string", "description": EXTENDS_DEFAULTS},
+            "defaults": {
+                **_open_object(defaults),
+                "description": "the keys every spec that extends this file takes unless it "
+                "sets them: service keys, alerts by signal, slos",
+            },
         },
         "required": ["version", "defaults"],
         "additionalProperties": False,
