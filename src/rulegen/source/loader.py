@@ -154,7 +154,7 @@ def _decoded_index(source: str, start: int, style: str | None, wanted: int) -> i
     """The index in ``source`` (a line) of the ``wanted``-th character of the one-line scalar
     starting at ``start``: plain text as it is; quoted text past its quote, an escape or a
     doubled quote counting as the one character it stands for."""
-    if not style:  # plain (libyaml's style for it is "", PyYAML's None)
+    if style is None:  # plain
         return start + wanted
     index, count = start + 1, 0
     while index < len(source):
@@ -525,7 +525,8 @@ class _Builder:
                 raise LoadError(_at(self.positions.file, here, path, _surrogate(value)))
             if isinstance(value, str):
                 end = (node.end_mark.line + 1, node.end_mark.column + 1)
-                self.positions.scalars[path] = (getattr(node, "style", None), end)
+                # (plain is None in PyYAML, "" in libyaml: one value for both parsers)
+                self.positions.scalars[path] = (getattr(node, "style", None) or None, end)
             return value
         raise LoadError(_at(self.positions.file, here, path, f"invalid value: {problem}"))
 
