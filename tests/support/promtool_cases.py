@@ -126,18 +126,21 @@ def run_until_one_fails(
     whether it is."""
     output = ""
     for case in sorted(cases, key=lambda c: (not first or first not in c.title, c.steps)):
-        proc = subprocess.run(
-            [*command, case.name],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
-        output += proc.stdout + proc.stderr
-        if proc.returncode != 0 or "FAILED" in (proc.stdout + proc.stderr).split():
+        failed, said = _run(command, case.name, root)
+        output += said
+        if failed:
             return Outcome(case.name, output)
     return Outcome("", output)
+
+
+def _run(command: Sequence[str], name: str, cwd: Path) -> tuple[bool, str]:
+    """``command`` on one file: whether it failed (vmalert-tool may exit 0 on a failure its
+    report states), and what it printed."""
+    proc = subprocess.run(
+        [*command, name], cwd=cwd, capture_output=True, text=True, check=False, timeout=600
+    )
+    said = proc.stdout + proc.stderr
+    return proc.returncode != 0 or "FAILED" in said.split(), said
 
 
 def units_until_one_fails(
@@ -162,15 +165,8 @@ def units_until_one_fails(
         folder.mkdir(parents=True, exist_ok=True)
         for name, data in unit.files:
             (folder / name).write_bytes(data)
-        proc = subprocess.run(
-            [*command, testunits.TEST_NAME],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
-        output += proc.stdout + proc.stderr
-        if proc.returncode != 0 or "FAILED" in (proc.stdout + proc.stderr).split():
+        failed, said = _run(command, testunits.TEST_NAME, folder)
+        output += said
+        if failed:
             return Outcome(f"{unit.source} ({', '.join(unit.titles)})", output)
     return Outcome("", output)
