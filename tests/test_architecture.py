@@ -21,7 +21,8 @@ ROOT = "rulegen"  # the package's own __init__.py: the library API
 # layer is open (the foundation's helpers), and never in a cycle.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("core", "errors", "units", "gotemplate", "sandbox",
-                    "templating", "output", "fanout", "promapi", "progress", "pipeline")),
+                    "templating", "blockyaml", "output", "fanout", "promapi", "progress",
+                    "pipeline")),
     ("source: YAML with positions, diagnostics, field checks", ("source",)),
     ("catalog: signal definitions", ("catalog",)),
     ("spec: the user-facing models", ("spec",)),
@@ -34,7 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("a target's SLO tests made of rendered parts", ("pipeline.vmalert_slo",)),
     ("target outputs made of rendered parts", ("pipeline.victoriametrics",)),
     ("validate: external tools", ("validate",)),
-    ("load", ("load", "pipeline.rendercache")),
+    ("load", ("load", "pipeline.rendercache", "pipeline.packed")),
     ("build", ("build",)),
     ("outdir", ("outdir",)),
     ("commands", ("lint", "backtest", "explain", "starter")),

@@ -33,14 +33,15 @@ from rulegen.errors import Diagnostic, FieldPath, SpecError, UsageError, Validat
 from rulegen.fanout import fan_out, usable_cpus
 from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, TestCase
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
-from rulegen.output import FileSet, dump_json, dump_yaml
+from rulegen.output import FileSet, dump_yaml
 from rulegen.pipeline import victoriametrics as vm_target
+from rulegen.pipeline.packed import PackedOutput, Services
 from rulegen.pipeline.rendercache import CachedRender, RenderCache
 from rulegen.pipeline.service import ResolvedSpec
 from rulegen.pipeline.vmalert_slo import vmalert_slo
 from rulegen.progress import Progress, Silent
 from rulegen.render import TARGETS
-from rulegen.render.grafana import dashboard_json, provisioning
+from rulegen.render.grafana import dashboard_text, provisioning
 from rulegen.render.mimir import mimir_namespace_file
 from rulegen.render.operator import prometheus_rule, service_groups
 from rulegen.render.prometheus import rule_file
@@ -82,7 +83,7 @@ class BuildResult:
     other rule targets read); its generated tests are in ``files``, their cost in ``costs``.
     """
 
-    services: list[ServiceOutput]
+    services: Sequence[ServiceOutput]
     files: FileSet = field(default_factory=FileSet)
     costs: dict[str, int] = field(default_factory=dict)
     # the rule file each generated test file loads, as its ``rule_files`` names it
@@ -152,7 +153,8 @@ def build(
         )
         for i in combined.accepted
     }
-    result = BuildResult([], targets=chosen, root=root)
+    result = BuildResult(Services(), targets=chosen, root=root)
+    outputs = Services()
     result.cache_warnings = [line for built in found for line in built.warnings]
     result.inputs = tuple(
         dict.fromkeys(
@@ -164,12 +166,13 @@ def build(
         )
     )
     for path, service in services:
-        result.services.append(service.output)
+        outputs.append(service.output)
         result.files.merge(service.files)
         result.sources.update(dict.fromkeys(service.files, origins[path]))
         result.costs.update(service.costs)
         result.loads.update(service.loads)
         result.reports.extend(service.reports)
+    result.services = outputs
     if services:
         sources = ", ".join(sorted(s.source for _, s in services))
         result.files["grafana/provisioning.yaml"] = dump_yaml(provisioning(), sources)
@@ -212,9 +215,10 @@ def _source_name(path: Path, root: Path | None) -> str:
 @dataclass
 class RenderedService:
     """What the rest of a build needs of one rendered spec (it crosses process borders, so
-    the resolved spec and the generated test cases stay behind: their files carry them)."""
+    the resolved spec and the generated test cases stay behind: their files carry them; its
+    rule groups travel packed, ``rulegen.pipeline.packed``)."""
 
-    output: ServiceOutput
+    output: PackedOutput
     files: FileSet
     costs: dict[str, int]
     loads: dict[str, str]
@@ -286,7 +290,7 @@ def _cached_service(
     slos = [(slo, group, (), ()) for slo, group in zip(spec.slos, slo_groups, strict=True)]
     output = _assemble(spec, groups, (), slos)
     return RenderedService(
-        output, FileSet(entry.files), entry.costs, entry.loads,
+        PackedOutput.of(output), FileSet(entry.files), entry.costs, entry.loads,
         _header_source(spec.source, root), spec.targets, entry.reports, _named_groups(spec),
     )  # fmt: skip
 
@@ -305,12 +309,12 @@ def render_service(
     source = _header_source(spec.source, root)
     written, loads = _service_files(service, spec, source)
     files = FileSet(written)
-    dashboard = dashboard_json(service_dashboard(spec, source))
-    files[f"grafana/{spec.service}.json"] = dump_json(dashboard)
+    files[f"grafana/{spec.service}.json"] = dashboard_text(service_dashboard(spec, source))
     extra, reports = _target_files(service, spec, source, targets)
     files.update(extra)
     return RenderedService(
-        _rules_only(service), files, _test_costs(service), loads, source, spec.targets, reports,
+        PackedOutput.of(_rules_only(service)), files, _test_costs(service), loads, source,
+        spec.targets, reports,
         _named_groups(spec),
     )  # fmt: skip
 
@@ -481,18 +485,17 @@ def _refuse_groups_across_services(services: Sequence[RenderedService]) -> None:
     seen: dict[str, RenderedService] = {}
     problems = []
     for service in services:
-        output = service.output
-        for group in (*output.groups, *(slo.group for slo in output.slos)):
-            other = seen.setdefault(group.name, service)
+        for name in service.output.group_names:
+            other = seen.setdefault(name, service)
             if other is service:
                 continue
-            origin, also = service.named_groups.get(group.name), other
+            origin, also = service.named_groups.get(name), other
             if origin is None:  # the earlier spec chose the name: report it there
-                origin, also = other.named_groups.get(group.name), service
+                origin, also = other.named_groups.get(name), service
             if origin is None:
                 continue
             message = (
-                f"rule group {group.name!r} is also a rule group of service "
+                f"rule group {name!r} is also a rule group of service "
                 f"{also.output.service!r}; rule group names must be unique across the build"
             )
             problems.append(origin.diagnostic(message, codes.SPEC_DUPLICATE))
@@ -616,7 +619,7 @@ def _add_mimir(
                 f"mimir namespace {namespace}: its services disagree on grouping_label "
                 f"({', '.join(sorted(label))})"
             )
-        groups = tuple(g for m in members for g in service_groups(m.output))
+        groups = tuple(g for m in members for g in service_groups(m.output.unpack()))
         sources = ", ".join(sorted(m.source for m in members))
         data = mimir_namespace_file(namespace, groups, label.pop())
         result.files[f"mimir/{namespace}.yaml"] = dump_yaml(data, sources)

@@ -146,7 +146,7 @@ def _plain_text(template: str, context: Mapping[str, Any]) -> str:
 _PLAIN = (str, int, Decimal, Fraction, bool, type(None))
 _MEMO: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
 _VALUES: dict[tuple[str, str, tuple[tuple[str, str], ...]], Any] = {}
-_MEMO_LIMIT = 65536
+_MEMO_LIMIT = 16384  # entries (a fleet's services each add their own: bounded memory)
 
 
 def _remembered(
@@ -170,10 +170,15 @@ def _remembered(
 
 def _key(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
     """The context as ``(name, repr)`` pairs, or ``None`` when a value is not plain data
-    (tuples of plain values count; a list, a dict or an object is rendered every time)."""
-    if not all(_is_plain(value) for value in context.values()):
-        return None
-    return tuple(sorted((name, repr(value)) for name, value in context.items()))
+    (tuples of plain values count; a list, a dict or an object is rendered every time).
+    One pass: a fleet asks it for every template of every alert."""
+    pairs = []
+    for name, value in context.items():
+        if type(value) not in _PLAIN and not _is_plain(value):
+            return None
+        pairs.append((name, repr(value)))
+    pairs.sort()
+    return tuple(pairs)
 
 
 def _is_plain(value: Any) -> bool:

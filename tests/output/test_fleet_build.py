@@ -30,7 +30,10 @@ from rulegen.errors import (
     ValidationFailed,
 )
 from rulegen.load import SpecInputs, discover
+from rulegen.outdir import write
+from rulegen.outdir.manifest import digest
 from rulegen.output import FileSet
+from rulegen.pipeline.packed import Services
 from rulegen.source import loader
 from rulegen.source.loader import LoadError
 
@@ -242,6 +245,34 @@ def test_the_file_store_holds_text_compressed_and_gives_it_back() -> None:
     assert "c/empty" not in files
     assert len(files) == 3
     assert files["a/y.yml"] == "groups: []\n"
+
+
+def test_the_file_store_keeps_each_files_bytes_and_hash_for_the_manifest() -> None:
+    """Workers hash what they render, so the output folder's manifest takes each file's
+    hash from the store (``digest``) and the writer its bytes (``data``) without the text."""
+    files = FileSet({"a/x.yml": "é\n", "b/y.json": "{}\n"})
+    assert files.data("a/x.yml") == "é\n".encode()
+    assert files.digest("a/x.yml") == digest("é\n".encode())
+    other = FileSet()
+    other.take(files, "b/y.json")
+    assert dict(other) == {"b/y.json": "{}\n"}
+    assert other.digest("b/y.json") == digest(b"{}\n")
+
+
+@TWO_CORES
+@pytest.mark.slow
+def test_writing_a_fleet_without_validation_never_unpacks_its_services(tmp_path: Path) -> None:
+    """A build written without validation reads only each service's name and group names
+    (``rulegen.pipeline.packed``): the rule groups stay packed through the write, and
+    unpacked they are those of an in-process build."""
+    inputs = _fleet(tmp_path / "specs", 9)
+    catalog = load_catalog([REPO / "signals"])
+    result = build(inputs, catalog, root=tmp_path)
+    write(result, tmp_path / "rules")
+    assert isinstance(result.services, Services)
+    assert result.services.packed() == 9
+    assert result.services == build(inputs, catalog, root=tmp_path, jobs=1).services
+    assert result.services.packed() == 0
 
 
 def test_the_example_output_compresses_at_least_fivefold() -> None:

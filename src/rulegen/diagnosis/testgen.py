@@ -156,6 +156,8 @@ class _Retry(Exception):
 # Simulated timelines by ``_Model.timing_key``: (fires at, pending since, hosts pending then),
 # or why these values cannot be used.
 _TIMELINES: dict[tuple[object, ...], tuple[Fraction, Fraction, list[int]] | _Retry] = {}
+# By the same key: each quantity's exact reading on the firing host when it fires.
+_READINGS: dict[tuple[object, ...], dict[Quantity, Fraction]] = {}
 
 
 class _Model:
@@ -376,7 +378,7 @@ class _Model:
         series = tuple(
             s for n, host in enumerate(self.hosts, 1) for s in self._series(n, host, steps)
         )
-        expected = self._expected(fire_at)
+        expected = self._expected(self._values_at(key, fire_at))
         checks = []
         exprs = []
         name = self.d.name
@@ -561,13 +563,24 @@ class _Model:
             labels["model_name"] = MODEL
         return labels
 
-    def _expected(self, at: Fraction) -> ExpectedAlert:
+    def _values_at(self, key: tuple[object, ...], at: Fraction) -> dict[Quantity, Fraction]:
+        """What each quantity reads on the firing host at ``at`` (shared like the timeline:
+        a throughput ratio replays the whole baseline)."""
+        found = _READINGS.get(key)
+        if found is None:
+            found = {}
+            for item in self.d.evidence:
+                exact = self.value(item.quantity, self.hosts[0], at)
+                assert exact is not None
+                found[item.quantity] = exact
+            _READINGS[key] = found
+        return found
+
+    def _expected(self, exact: Mapping[Quantity, Fraction]) -> ExpectedAlert:
         labels = self._labels(1)
         values: dict[Quantity, float] = {}
         for item in self.d.evidence:
-            exact = self.value(item.quantity, self.hosts[0], at)
-            assert exact is not None
-            values[item.quantity] = _stable(exact, item.unit)
+            values[item.quantity] = _stable(exact[item.quantity], item.unit)
         first = values[self.d.evidence[0].quantity]
         texts = {
             "summary": gotemplate.expand(summary(self.d), labels, first),

@@ -28,6 +28,7 @@ from rulegen.outdir.manifest import (
     read_bytes,
     read_manifest,
 )
+from rulegen.output import FileSet
 
 # The folders every rulegen release writes: where a folder without a manifest (written by a
 # release before the manifest) may hold generated files.
@@ -43,7 +44,8 @@ class Plan:
 
     folder: Path
     shown: str
-    write: dict[str, str] = field(default_factory=dict)
+    # the files to write (compressed until written: a fleet's run to hundreds of megabytes)
+    write: FileSet = field(default_factory=FileSet)
     keep: dict[str, Entry] = field(default_factory=dict)
     remove: list[str] = field(default_factory=list)
     entries: dict[str, Entry] = field(default_factory=dict)
@@ -88,7 +90,7 @@ class _Disk:
 def plan_output(
     folder: Path,
     shown: str,
-    files: Mapping[str, str],
+    files: FileSet,
     sources: Mapping[str, tuple[str, ...]],
     inputs: Collection[str],
     root: Path,
@@ -108,7 +110,7 @@ def plan_output(
     recorded = disk.recorded if disk.recorded is not None else _legacy(disk)
     inputs = set(inputs)
     conflicts: list[str] = []
-    for name, text in files.items():
+    for name in files:
         new_sources = tuple(sources.get(name, ()))
         entry = recorded.get(name)
         others = _other_sources(entry, inputs, root)
@@ -122,12 +124,12 @@ def plan_output(
                     "build both together (do two specs define the same service?)"
                 )
             continue
-        problem = _writable(disk, name, text)
+        problem = _writable(disk, name, files)
         if problem:
             conflicts.append(f"--out {shown}: {problem}")
             continue
-        plan.write[name] = text
-        plan.entries[name] = Entry(digest(text.encode("utf-8")), new_sources)
+        plan.write.take(files, name)
+        plan.entries[name] = Entry(files.digest(name), new_sources)
     if conflicts:
         raise OutputConflict(conflicts)
     for name, entry in sorted(recorded.items()):
@@ -174,8 +176,8 @@ def _remove(plan: Plan, disk: _Disk, name: str) -> None:
         plan.notes.append(f"{name} is no longer what rulegen wrote; left as it is, not tracked")
 
 
-def _writable(disk: _Disk, name: str, text: str) -> str | None:
-    """Why rulegen may not write ``name`` (``None`` when it may)."""
+def _writable(disk: _Disk, name: str, files: FileSet) -> str | None:
+    """Why rulegen may not write ``name`` of ``files`` (``None`` when it may)."""
     parts = name.split("/")
     for depth in range(1, len(parts)):
         parent = "/".join(parts[:depth])
@@ -195,7 +197,7 @@ def _writable(disk: _Disk, name: str, text: str) -> str | None:
             "(move it or choose another --out)"
         )
     data = read_bytes(disk.folder / name)
-    if data == text.encode("utf-8") or disk.generated_here(name, data):
+    if data == files.data(name) or disk.generated_here(name, data):
         return None
     if disk.recorded is not None and name in disk.recorded:
         return (
