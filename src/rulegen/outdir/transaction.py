@@ -32,7 +32,6 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -171,31 +170,14 @@ def _exchanged(staging: Path, target: Path, plan: Plan) -> bool:
 
 
 def _write(staging: Path, plan: Plan, target: Path | None) -> None:
-    """The generated files and the manifest, in the folder's permissions.
-
-    Files are written by a few threads: decompressing, encoding and writing release the
-    GIL, and a fleet's output is thousands of files and hundreds of megabytes.
-    """
+    """The generated files and the manifest, in the folder's permissions (each file's bytes
+    decompressed from the plan as it is written: a fleet's output is hundreds of MB)."""
     staging.chmod(stat.S_IMODE(target.stat().st_mode) if target else _default_mode())
     for folder in sorted({posixpath.dirname(name) for name in plan.write} - {""}):
         (staging / folder).mkdir(parents=True, exist_ok=True)
-
-    def one(name: str) -> None:
+    for name in plan.write:
         _write_file(staging / name, plan.write.data(name))
-
-    names = list(plan.write)
-    if len(names) < WRITE_THREADS * 8:
-        for name in names:
-            one(name)
-    else:
-        with ThreadPoolExecutor(WRITE_THREADS) as pool:
-            for _ in pool.map(one, names, chunksize=64):
-                pass
     (staging / MANIFEST).write_text(plan.manifest(), encoding="utf-8")
-
-
-# Threads writing the files of a large build (more than the cores: a write also waits).
-WRITE_THREADS = 4
 
 
 def _write_file(path: Path, data: bytes) -> None:
