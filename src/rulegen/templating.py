@@ -155,7 +155,7 @@ def _remembered(
     context: Mapping[str, Any],
     render: Callable[[str, Mapping[str, Any]], str],
 ) -> str:
-    key = _key(context)
+    key = plain_key(context)
     if key is None:
         return render(template, context)
     full = (kind, template, key)
@@ -168,7 +168,7 @@ def _remembered(
     return text
 
 
-def _key(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
+def plain_key(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
     """The context as ``(name, repr)`` pairs, or ``None`` when a value is not plain data
     (tuples of plain values count; a list, a dict or an object is rendered every time).
     One pass: a fleet asks it for every template of every alert."""
@@ -196,7 +196,7 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
     Why: decimal literals become ``Decimal`` values, so ``0.5 * q`` never mixes floats in.
     A plain result of a plain context is remembered, as renders are.
     """
-    key = _key(context)
+    key = plain_key(context)
     if key is None:
         return _evaluated(expression, context)
     full = ("evaluate", expression, key)
