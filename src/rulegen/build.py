@@ -116,6 +116,7 @@ def build(
     jobs: int | None = None,
     progress: Progress | None = None,
     render_cache: RenderCache | None = None,
+    read_services: bool = True,
 ) -> BuildResult:
     """Resolve the specs and render every output file in memory.
 
@@ -125,13 +126,16 @@ def build(
     processes for a fleet (default: every usable CPU); only its files and rule groups come
     back, each counted on ``progress``. With ``render_cache``, a service whose inputs were
     rendered before takes its files from there (only its rule groups are made again).
+    ``read_services``: whether the caller reads ``result.services`` (validation does); if not,
+    a worker sends each service's name and group names only, unless the build reads the
+    rest itself (a routing file may be among the inputs, or the Mimir target).
     """
     chosen = tuple(t for t in TARGETS if t in targets)
     steps = progress or Silent()
     steps.step(LOAD_STEP, total=len(inputs.specs))
     found = fan_out(
         _load_and_render,
-        (catalog, root, chosen, render_cache),
+        (catalog, root, chosen, render_cache, _keeps(read_services, chosen, inputs.specs)),
         inputs.specs,
         jobs,
         done=steps.advance,
@@ -181,6 +185,7 @@ def build(
         if "mimir" in chosen:
             _add_mimir(result, services, origins)
     if combined.routing is not None:
+        # (``_keeps`` keeps every service's rule groups when a routing file may be there)
         _add_routing(result, combined.routing, root)
     for path in inputs.user_tests:
         target = f"tests/{path.name}"
@@ -237,24 +242,41 @@ class _Built:
     warnings: list[str] = field(default_factory=list)
 
 
+def _keeps(read_services: bool, targets: Sequence[str], specs: Sequence[Path]) -> bool:
+    """Whether a build must keep its services' rule groups: the caller reads them, Mimir's
+    namespaces gather them, or a routing file may be among the inputs (routing reads every
+    alert). No file without the text ``routing`` (and no backslash, which could escape a
+    letter of it) has a ``routing:`` key."""
+    if read_services or "mimir" in targets:
+        return True
+    for path in specs:
+        try:
+            text = path.read_bytes()
+        except OSError:
+            return True  # the load reports it; keep everything meanwhile
+        if b"routing" in text or b"\\" in text:
+            return True
+    return False
+
+
 def _load_and_render(
-    context: tuple[Catalog, Path | None, tuple[str, ...], RenderCache | None], path: Path
+    context: tuple[Catalog, Path | None, tuple[str, ...], RenderCache | None, bool], path: Path
 ) -> _Built:
-    catalog, root, targets, cache = context
+    catalog, root, targets, cache, keep = context
     loaded = load_one(catalog, path)
     spec, loaded.resolved = loaded.resolved, None
     read, loaded.read = loaded.read, ()  # the bytes stay in this process
     if spec is None:
         return _Built(loaded)
     if cache is None:
-        return _Built(loaded, render_service(spec, catalog, root, targets))
+        return _Built(loaded, render_service(spec, catalog, root, targets, keep=keep))
     key = _cache_key(cache, read, loaded.extends, spec, root, targets)
     built = _Built(loaded)
     entry = cache.load(key, built.warnings.append)
     if entry is not None:
-        built.rendered = _cached_service(spec, catalog, root, entry)
+        built.rendered = _cached_service(spec, catalog, root, entry, keep)
         return built
-    built.rendered = rendered = render_service(spec, catalog, root, targets)
+    built.rendered = rendered = render_service(spec, catalog, root, targets, keep=keep)
     if isinstance(rendered, RenderedService):
         files = dict(rendered.files)
         cache.store(key, CachedRender(files, rendered.costs, rendered.loads, rendered.reports))
@@ -279,7 +301,7 @@ def _cache_key(
 
 
 def _cached_service(
-    spec: ResolvedSpec, catalog: Catalog, root: Path | None, entry: CachedRender
+    spec: ResolvedSpec, catalog: Catalog, root: Path | None, entry: CachedRender, keep: bool
 ) -> RenderedService | list[Diagnostic]:
     """A service from the render cache: its files as recorded, its rule groups made again
     (validation, routing and the other targets read them)."""
@@ -290,16 +312,17 @@ def _cached_service(
     slos = [(slo, group, (), ()) for slo, group in zip(spec.slos, slo_groups, strict=True)]
     output = _assemble(spec, groups, (), slos)
     return RenderedService(
-        PackedOutput.of(output), FileSet(entry.files), entry.costs, entry.loads,
+        PackedOutput.of(output, keep), FileSet(entry.files), entry.costs, entry.loads,
         _header_source(spec.source, root), spec.targets, entry.reports, _named_groups(spec),
     )  # fmt: skip
 
 
 def render_service(
-    spec: ResolvedSpec, catalog: Catalog, root: Path | None, targets: Sequence[str] = ()
-) -> RenderedService | list[Diagnostic]:
+    spec: ResolvedSpec, catalog: Catalog, root: Path | None, targets: Sequence[str] = (),
+    *, keep: bool = True,
+) -> RenderedService | list[Diagnostic]:  # fmt: skip
     """One service's files (rules, tests, dashboard, the rule targets asked for) and rule
-    groups, or its spec errors."""
+    groups (their names only, without ``keep``), or its spec errors."""
     if "victoriametrics" in targets and (native := _native_readers(spec)):
         return native
     try:
@@ -313,7 +336,7 @@ def render_service(
     extra, reports = _target_files(service, spec, source, targets)
     files.update(extra)
     return RenderedService(
-        PackedOutput.of(_rules_only(service)), files, _test_costs(service), loads, source,
+        PackedOutput.of(_rules_only(service), keep), files, _test_costs(service), loads, source,
         spec.targets, reports,
         _named_groups(spec),
     )  # fmt: skip

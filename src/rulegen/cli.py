@@ -267,7 +267,8 @@ def _build(args: argparse.Namespace, out: _Output) -> int:
         root = Path(os.path.realpath(target)).parent
         cache = _render_cache(args.test_cache, catalog, read_only=args.read_only)
         result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs,
-                       progress=steps, render_cache=cache)  # fmt: skip
+                       progress=steps, render_cache=cache,
+                       read_services=not args.no_validate)  # fmt: skip
         for warning in result.cache_warnings:
             out.warn(warning)
         summary = (_check if args.check else _write)(args, out, target, shown, result)

@@ -275,6 +275,22 @@ def test_writing_a_fleet_without_validation_never_unpacks_its_services(tmp_path:
     assert result.services.packed() == 0
 
 
+def test_a_build_whose_services_nobody_reads_keeps_only_their_names(tmp_path: Path) -> None:
+    """``rulegen build --no-validate`` reads no service's rule groups (unless a routing file
+    or the Mimir target does): the same files, the group-name check intact, and a service
+    read by mistake is a clear error, not an empty one."""
+    inputs = _fleet(tmp_path / "specs", 2)
+    catalog = load_catalog([REPO / "signals"])
+    kept = build(inputs, catalog, root=tmp_path)
+    names = build(inputs, catalog, root=tmp_path, read_services=False)
+    assert dict(names.files) == dict(kept.files)
+    with pytest.raises(RuntimeError, match="not kept"):
+        _ = names.services[0]
+    routed = build(discover([REPO / "specs"]), catalog, read_services=False)
+    assert routed.services[0].groups  # a routing file reads every alert: kept
+    assert "alertmanager/alertmanager.yml" in routed.files
+
+
 def test_the_example_output_compresses_at_least_fivefold() -> None:
     result = build(discover([REPO / "specs"]), load_catalog([REPO / "signals"]))
     text = sum(len(result.files[name].encode()) for name in result.files)
