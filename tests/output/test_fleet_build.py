@@ -281,9 +281,10 @@ def test_a_build_whose_services_nobody_reads_keeps_only_their_names(tmp_path: Pa
     read by mistake is a clear error, not an empty one."""
     inputs = _fleet(tmp_path / "specs", 2)
     catalog = load_catalog([REPO / "signals"])
-    kept = build(inputs, catalog, root=tmp_path)
-    names = build(inputs, catalog, root=tmp_path, read_services=False)
-    assert dict(names.files) == dict(kept.files)
+    for targets in (("prometheus",), ("prometheus", "victoriametrics")):
+        kept = build(inputs, catalog, root=tmp_path, targets=targets)
+        names = build(inputs, catalog, root=tmp_path, targets=targets, read_services=False)
+        assert dict(names.files) == dict(kept.files)
     with pytest.raises(RuntimeError, match="not kept"):
         _ = names.services[0]
     routed = build(discover([REPO / "specs"]), catalog, read_services=False)
