@@ -274,17 +274,17 @@ class Writer:
         out, append = self.out, self.out.append
         keys, values, pending = self.scalars.keys, self.scalars.values, self.pending
         breaking = "\n" + " " * indent
+        column, mode = self.column, self.mode  # the emitter's state, kept local in the loop
         for key, item in value.items():
             # write_indent, then the key (never after a space: write_indent leaves one)
             text = keys.get(key) if type(key) is str else None
             if not text:
                 text = self._key(key)
-            column, mode = self.column, self.mode
             if mode == TEXT or column > indent or (column == indent and mode == DASH):
                 append(breaking + text + ":")
             else:
                 append(" " * (indent - column) + text + ":")
-            column = indent + len(text) + 1
+            column, mode = indent + len(text) + 1, TEXT
             # the value: a one-line scalar after a space, a new string left for later, or
             # the general path
             if type(item) is str:
@@ -292,7 +292,7 @@ class Writer:
                 if found is None:
                     pending.append((len(out), item, column, TEXT, indent + 2))
                     append("")
-                    self.column, self.mode = column + 1, TEXT
+                    column += 1
                     continue
                 if found[0] is not None:
                     text = found[0]
@@ -300,10 +300,11 @@ class Writer:
                     column += len(text) + 1
                     if column > WIDTH:
                         raise Unsupported("a line past libyaml's width")
-                    self.column, self.mode = column, TEXT
                     continue
-            self.column, self.mode = column, TEXT
+            self.column, self.mode = column, mode
             self.node(item, mapping=True)
+            column, mode = self.column, self.mode
+        self.column, self.mode = column, mode
         self.indent = outer
 
     def _key(self, key: Any) -> str:

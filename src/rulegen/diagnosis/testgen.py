@@ -31,8 +31,9 @@ from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.rules import predict_description, summary
-from rulegen.errors import SpecError
+from rulegen.errors import FieldPath, SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
+from rulegen.source.loader import Origin
 
 MODEL = "deepseek-v4"
 PER_STEP = 200  # TTFT observations per scrape
@@ -158,6 +159,10 @@ class _Retry(Exception):
 _TIMELINES: dict[tuple[object, ...], tuple[Fraction, Fraction, list[int]] | _Retry] = {}
 # By the same key: each quantity's exact reading on the firing host when it fires.
 _READINGS: dict[tuple[object, ...], dict[Quantity, Fraction]] = {}
+# Every host's input series (``_Model._all_series``), and the origin of the model they
+# are made by (a diagnosis without a place in any spec).
+_SERIES: dict[tuple[object, ...], tuple[InputSeries, ...]] = {}
+_NOWHERE = Origin("", 0, 0, FieldPath())
 
 
 class _Model:
@@ -375,9 +380,7 @@ class _Model:
             raise timeline
         fire_at, active_at, pending = timeline
         steps = int(fire_at / self.scrape) + 2
-        series = tuple(
-            s for n, host in enumerate(self.hosts, 1) for s in self._series(n, host, steps)
-        )
+        series = self._all_series(steps)
         expected = self._expected(self._values_at(key, fire_at))
         checks = []
         exprs = []
@@ -562,6 +565,27 @@ class _Model:
         if self.d.by_model:
             labels["model_name"] = MODEL
         return labels
+
+    def _all_series(self, steps: int) -> tuple[InputSeries, ...]:
+        """Every host's input series over ``steps`` samples. Shared by a fleet's diagnoses
+        that differ only in what names them: made by a model of the diagnosis without its
+        name, service, severity, labels, explanations, runbook and origin, which therefore
+        cannot read them, and remembered by everything else the diagnosis holds."""
+        anonymous = replace(
+            self.d, name="", service="", severity="", labels=(), explains=(), runbook_url=None,
+            origin=_NOWHERE,
+        )  # fmt: skip
+        key = (repr(anonymous), self.eval, self.scrape, self.factor, steps)
+        found = _SERIES.get(key)
+        if found is None:
+            model = _Model(anonymous, self.eval, self.scrape, self.factor)
+            found = tuple(
+                s for n, host in enumerate(model.hosts, 1) for s in model._series(n, host, steps)
+            )
+            if len(_SERIES) >= 256:
+                _SERIES.clear()
+            _SERIES[key] = found
+        return found
 
     def _values_at(self, key: tuple[object, ...], at: Fraction) -> dict[Quantity, Fraction]:
         """What each quantity reads on the firing host at ``at`` (shared like the timeline:
