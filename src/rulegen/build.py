@@ -117,6 +117,7 @@ def build(
     progress: Progress | None = None,
     render_cache: RenderCache | None = None,
     read_services: bool = True,
+    spool: Path | None = None,
 ) -> BuildResult:
     """Resolve the specs and render every output file in memory.
 
@@ -128,14 +129,18 @@ def build(
     rendered before takes its files from there (only its rule groups are made again).
     ``read_services``: whether the caller reads ``result.services`` (validation does); if not,
     a worker sends each service's name and group names only, unless the build reads the
-    rest itself (a routing file may be among the inputs, or the Mimir target).
+    rest itself (a routing file may be among the inputs, or the Mimir target). ``spool``:
+    the folder the output is assembled in (``rulegen.outdir.staged``), where each worker
+    writes the files it renders (``FileSet``) instead of sending them.
     """
     chosen = tuple(t for t in TARGETS if t in targets)
     steps = progress or Silent()
     steps.step(LOAD_STEP, total=len(inputs.specs))
     found = fan_out(
         _load_and_render,
-        (catalog, root, chosen, render_cache, _keeps(read_services, chosen, inputs.specs)),
+        _Job(
+            catalog, root, chosen, render_cache, _keeps(read_services, chosen, inputs.specs), spool
+        ),  # fmt: skip
         inputs.specs,
         jobs,
         done=steps.advance,
@@ -259,24 +264,37 @@ def _keeps(read_services: bool, targets: Sequence[str], specs: Sequence[Path]) -
     return False
 
 
-def _load_and_render(
-    context: tuple[Catalog, Path | None, tuple[str, ...], RenderCache | None, bool], path: Path
-) -> _Built:
-    catalog, root, targets, cache, keep = context
+@dataclass(frozen=True)
+class _Job:
+    """What every spec of a build is loaded and rendered with (a worker inherits it)."""
+
+    catalog: Catalog
+    root: Path | None
+    targets: tuple[str, ...]
+    cache: RenderCache | None
+    keep: bool  # each service's rule groups (``PackedOutput``), or their names only
+    spool: Path | None  # where the rendered files are written (``FileSet``)
+
+
+def _load_and_render(job: _Job, path: Path) -> _Built:
+    catalog, root, targets, cache, keep = job.catalog, job.root, job.targets, job.cache, job.keep
     loaded = load_one(catalog, path)
     spec, loaded.resolved = loaded.resolved, None
     read, loaded.read = loaded.read, ()  # the bytes stay in this process
     if spec is None:
         return _Built(loaded)
     if cache is None:
-        return _Built(loaded, render_service(spec, catalog, root, targets, keep=keep))
+        rendered = render_service(spec, catalog, root, targets, keep=keep, spool=job.spool)
+        return _Built(loaded, rendered)
     key = _cache_key(cache, read, loaded.extends, spec, root, targets)
     built = _Built(loaded)
     entry = cache.load(key, built.warnings.append)
     if entry is not None:
-        built.rendered = _cached_service(spec, catalog, root, entry, keep)
+        built.rendered = _cached_service(spec, catalog, root, entry, keep, job.spool)
         return built
-    built.rendered = rendered = render_service(spec, catalog, root, targets, keep=keep)
+    built.rendered = rendered = render_service(
+        spec, catalog, root, targets, keep=keep, spool=job.spool
+    )
     if isinstance(rendered, RenderedService):
         files = dict(rendered.files)
         cache.store(key, CachedRender(files, rendered.costs, rendered.loads, rendered.reports))
@@ -301,8 +319,9 @@ def _cache_key(
 
 
 def _cached_service(
-    spec: ResolvedSpec, catalog: Catalog, root: Path | None, entry: CachedRender, keep: bool
-) -> RenderedService | list[Diagnostic]:
+    spec: ResolvedSpec, catalog: Catalog, root: Path | None, entry: CachedRender, keep: bool,
+    spool: Path | None,
+) -> RenderedService | list[Diagnostic]:  # fmt: skip
     """A service from the render cache: its files as recorded, its rule groups made again
     (validation, routing and the other targets read them)."""
     try:
@@ -312,17 +331,18 @@ def _cached_service(
     slos = [(slo, group, (), ()) for slo, group in zip(spec.slos, slo_groups, strict=True)]
     output = _assemble(spec, groups, (), slos, vmalert=keep)
     return RenderedService(
-        PackedOutput.of(output, keep), FileSet(entry.files), entry.costs, entry.loads,
+        PackedOutput.of(output, keep), FileSet(entry.files, spool), entry.costs, entry.loads,
         _header_source(spec.source, root), spec.targets, entry.reports, _named_groups(spec),
     )  # fmt: skip
 
 
 def render_service(
     spec: ResolvedSpec, catalog: Catalog, root: Path | None, targets: Sequence[str] = (),
-    *, keep: bool = True,
+    *, keep: bool = True, spool: Path | None = None,
 ) -> RenderedService | list[Diagnostic]:  # fmt: skip
-    """One service's files (rules, tests, dashboard, the rule targets asked for) and rule
-    groups (their names only, without ``keep``), or its spec errors."""
+    """One service's files (rules, tests, dashboard, the rule targets asked for; written
+    into ``spool`` when given) and rule groups (their names only, without ``keep``), or its
+    spec errors."""
     if "victoriametrics" in targets and (native := _native_readers(spec)):
         return native
     try:
@@ -331,7 +351,7 @@ def render_service(
         return list(exc.diagnostics)
     source = _header_source(spec.source, root)
     written, loads = _service_files(service, spec, source)
-    files = FileSet(written)
+    files = FileSet(written, spool)
     files[f"grafana/{spec.service}.json"] = dashboard_text(service_dashboard(spec, source))
     extra, reports = _target_files(service, spec, source, targets)
     files.update(extra)

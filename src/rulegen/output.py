@@ -10,10 +10,11 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -97,17 +98,23 @@ _BlockDumper.add_representer(str, _str)
 
 
 class FileSet(MutableMapping[str, str]):
-    """Rendered files by path, in insertion order, held zlib-compressed with their SHA-256.
+    """Rendered files by path, in insertion order, each with its SHA-256: held
+    zlib-compressed, or written out to a spool folder (``spool``).
 
-    Why: a build keeps every file in memory until promtool has passed (nothing half-written
-    on disk), and a fleet's YAML runs to hundreds of megabytes that compress about 10×; level
-    1 costs about 4 ms per megabyte. Workers compress and hash what they render, so only
+    Why: a build keeps every file until promtool has passed (nothing half-written in the
+    output folder), and a fleet's YAML runs to hundreds of megabytes that compress about 10×;
+    level 1 costs about 4 ms per megabyte. Workers compress and hash what they render, so only
     compressed bytes cross process borders (``merge`` takes them as they are) and the output
-    folder's manifest takes each file's hash from here, without the text (``digest``).
+    folder's manifest takes each file's hash from here, without the text (``digest``). A
+    build that writes an output folder gives its workers the folder the new output is
+    assembled in (``rulegen.outdir.Staged``) as ``spool``: each file is written there once,
+    by the worker that rendered it, and only its path and hash travel.
     """
 
-    def __init__(self, files: Mapping[str, str] | None = None) -> None:
-        self._blobs: dict[str, tuple[bytes, str]] = {}
+    def __init__(self, files: Mapping[str, str] | None = None, spool: Path | None = None) -> None:
+        # name -> (compressed bytes, or the file's path in the spool folder; its SHA-256)
+        self._blobs: dict[str, tuple[bytes | Path, str]] = {}
+        self._spool = spool
         if files:
             self.update(files)
 
@@ -116,7 +123,16 @@ class FileSet(MutableMapping[str, str]):
 
     def __setitem__(self, name: str, text: str) -> None:
         data = text.encode("utf-8")
-        self._blobs[name] = (zlib.compress(data, 1), hashlib.sha256(data).hexdigest())
+        digest = hashlib.sha256(data).hexdigest()
+        if self._spool is None:
+            self._blobs[name] = (zlib.compress(data, 1), digest)
+            return
+        if not plain_relative(name):
+            raise ValueError(f"not a file name inside the output folder: {name!r}")
+        path = self._spool / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_output(path, data)
+        self._blobs[name] = (path, digest)
 
     def __delitem__(self, name: str) -> None:
         del self._blobs[name]
@@ -129,15 +145,21 @@ class FileSet(MutableMapping[str, str]):
 
     def data(self, name: str) -> bytes:
         """The file's UTF-8 bytes (what is written to disk)."""
-        return zlib.decompress(self._blobs[name][0])
+        held = self._blobs[name][0]
+        return held.read_bytes() if isinstance(held, Path) else zlib.decompress(held)
 
     def digest(self, name: str) -> str:
         """The SHA-256 of the file's bytes, in hex (``rulegen.outdir.manifest.digest``)."""
         return self._blobs[name][1]
 
+    def spooled(self, name: str) -> Path | None:
+        """Where the file was written, when it was (``spool``)."""
+        held = self._blobs[name][0]
+        return held if isinstance(held, Path) else None
+
     def held_bytes(self) -> int:
-        """What the files take in memory, compressed."""
-        return sum(len(blob) for blob, _ in self._blobs.values())
+        """What the files take in memory, compressed (a spooled file: nothing)."""
+        return sum(len(held) for held, _ in self._blobs.values() if isinstance(held, bytes))
 
     def merge(self, other: FileSet) -> None:
         """Add ``other``'s files without decompressing them."""
@@ -146,6 +168,15 @@ class FileSet(MutableMapping[str, str]):
     def take(self, other: FileSet, name: str) -> None:
         """Add ``other``'s file ``name`` without decompressing it."""
         self._blobs[name] = other._blobs[name]
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """``data`` (UTF-8) as ``Path.write_text`` writes its text: line breaks as the system
+    writes them (unchanged on POSIX), in the mode the umask gives."""
+    if os.linesep == "\n":
+        path.write_bytes(data)
+    else:
+        path.write_text(data.decode("utf-8"), encoding="utf-8")
 
 
 def header(source: str) -> str:

@@ -48,6 +48,9 @@ class Plan:
     write: FileSet = field(default_factory=FileSet)
     keep: dict[str, Entry] = field(default_factory=dict)
     remove: list[str] = field(default_factory=list)
+    # files a worker wrote into the staging folder that the plan does not write (it keeps
+    # what the folder has there)
+    unwanted: list[str] = field(default_factory=list)
     entries: dict[str, Entry] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -132,6 +135,7 @@ def plan_output(
         plan.entries[name] = Entry(files.digest(name), new_sources)
     if conflicts:
         raise OutputConflict(conflicts)
+    plan.unwanted = [n for n in files if n not in plan.write and files.spooled(n) is not None]
     for name, entry in sorted(recorded.items()):
         if name in files:
             continue
