@@ -30,7 +30,7 @@ from rulegen.errors import (
     ValidationFailed,
 )
 from rulegen.load import SpecInputs, discover
-from rulegen.outdir import write
+from rulegen.outdir import staged, write
 from rulegen.outdir.manifest import digest
 from rulegen.output import FileSet
 from rulegen.pipeline.packed import Services
@@ -290,6 +290,47 @@ def test_a_build_whose_services_nobody_reads_keeps_only_their_names(tmp_path: Pa
     routed = build(discover([REPO / "specs"]), catalog, read_services=False)
     assert routed.services[0].groups  # a routing file reads every alert: kept
     assert "alertmanager/alertmanager.yml" in routed.files
+
+
+@TWO_CORES
+@pytest.mark.slow
+def test_workers_write_the_output_folder_as_they_render(tmp_path: Path) -> None:
+    """``rulegen build`` holds the output folder and makes its staging folder before the
+    build; each worker writes its files there (no text held or sent), and the folder ends
+    up as an in-memory build would write it."""
+    inputs = _fleet(tmp_path / "specs", 9)
+    catalog = load_catalog([REPO / "signals"])
+    with staged(tmp_path / "rules") as held:
+        result = build(inputs, catalog, root=tmp_path, spool=held.staging)
+        spooled = [name for name in result.files if result.files.spooled(name) is not None]
+        assert len(spooled) == 9 * 15  # rules, tests and a dashboard per service
+        assert all(result.files.spooled(n) == held.staging / n for n in spooled)
+        assert result.files.held_bytes() < 10_000  # only what the parent made
+        held.write(result)
+    memory = build(inputs, catalog, root=tmp_path)
+    write(memory, tmp_path / "again")
+    written = {p.relative_to(tmp_path / "rules"): p.read_bytes()
+               for p in (tmp_path / "rules").rglob("*") if p.is_file()}  # fmt: skip
+    again = {p.relative_to(tmp_path / "again"): p.read_bytes()
+             for p in (tmp_path / "again").rglob("*") if p.is_file()}  # fmt: skip
+    assert written == again
+    assert not [p for p in tmp_path.iterdir() if "staging" in p.name]
+
+
+def test_a_build_that_fails_leaves_no_staging_folder_and_the_output_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """A spec error found after some files were written into the staging folder: the
+    staging folder goes, the output folder is untouched."""
+    inputs = _fleet(tmp_path / "specs", 2, {"broken.yaml": "service: x\nalerts: 3\n"})
+    out = tmp_path / "rules"
+    out.mkdir()
+    (out / "mine.txt").write_text("the user's")
+    catalog = load_catalog([REPO / "signals"])
+    with pytest.raises(SpecError), staged(out) as held:
+        build(inputs, catalog, root=tmp_path, spool=held.staging, jobs=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules", "specs"]
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
 
 
 def test_the_example_output_compresses_at_least_fivefold() -> None:
