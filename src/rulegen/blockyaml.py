@@ -68,13 +68,13 @@ class Scalars:
         out: dict[object, Rendering] = {}
         unique = []
         for value in {_key(v): v for v in values}.values():
-            known = _plain_literal(value) or _plain(value)
+            known = _plain_literal(value) or _plain(value) or _single_quoted(value)
             if known is not None:
-                out[value] = known
+                out[_key(value)] = known
             else:
                 unique.append(value)
-        found = _entries(self._render({f"k{i}": v for i, v in enumerate(unique)}))
-        if len(found) == len(unique):
+        found = _entries(self._render({f"k{i}": v for i, v in enumerate(unique)})) if unique else []
+        if unique and len(found) == len(unique):
             out.update(zip(map(_key, unique), found, strict=True))
         for value in unique:
             if out.get(_key(value), REFUSED) is REFUSED:
@@ -146,8 +146,33 @@ def _plain(value: Any) -> Rendering | None:
     return value, "", ()
 
 
+def _single_quoted(value: Any) -> Rendering | None:
+    """``'value'`` (quotes doubled), for a one-line string of printable ASCII that libyaml
+    certainly may not write plain (an indicator first, ``: `` or `` #`` inside, a space or
+    ``:`` at an end, or text the resolver reads as another type), or ``None``.
+
+    Certain because nothing in such text keeps libyaml from single quotes (no line break,
+    tab or special character: ``yaml_emitter_analyze_scalar``), its next choice after plain.
+    """
+    if type(value) is not str or not value or _NOT_PLAIN_ONE_LINE.search(value):
+        return None
+    refused = (
+        value[0] in _ALWAYS_INDICATORS
+        or (value[0] in "-?:" and value[1:2] in ("", " "))
+        or value.startswith(("---", "..."))
+        or value[-1] in " :" or ": " in value or " #" in value
+        or _resolve(value) != _STR
+    )  # fmt: skip
+    if not refused:
+        return None
+    return "'" + value.replace("'", "''") + "'", "", ()
+
+
 _NOT_PLAIN_ONE_LINE = re.compile("[^\x20-\x7e]")
 _INDICATORS = frozenset(" -?:,[]{}#&*!|>'\"%@`")
+# A first character that always keeps a scalar from plain style in a block (``-``, ``?``
+# and ``:`` only when a space or the end follows).
+_ALWAYS_INDICATORS = frozenset(" ,[]{}#&*!|>'\"%@`")
 _STR = "tag:yaml.org,2002:str"
 
 

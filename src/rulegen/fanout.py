@@ -27,7 +27,7 @@ Result = TypeVar("Result")
 MIN_ITEMS_PER_WORKER = 4
 
 # Items a worker takes at a time, at most (each chunk is one round trip to the worker).
-MAX_CHUNK = 4
+MAX_CHUNK = 2
 
 # Allocations between two youngest-generation collections in a worker (CPython's default: 700).
 GC_THRESHOLD = 20_000

@@ -6,8 +6,8 @@ upgrade. Each test compares ``dump_yaml`` (fast path first) with ``output._libya
 emitter with rulegen's styles, what ``dump_yaml`` wrote before): on every file the example
 renders for every target, on drawn documents with odd strings (indicators, quotes, line
 breaks, YAML's special words, long lines), and on the shapes the fast path must refuse; and
-the two shortcuts that skip libyaml for a scalar (plain one-line text, a plain literal
-block) against libyaml itself on drawn strings.
+the shortcuts that skip libyaml for a scalar (plain one-line text, single-quoted one-line
+text, a plain literal block) against libyaml itself on drawn strings.
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rulegen import output
-from rulegen.blockyaml import Scalars, Unsupported, Writer, _plain, _plain_literal, _rendering
+from rulegen.blockyaml import (
+    Scalars,
+    Unsupported,
+    Writer,
+    _plain,
+    _plain_literal,
+    _rendering,
+    _single_quoted,
+)
 from rulegen.build import build
 from rulegen.catalog import load_catalog
 from rulegen.load import discover
@@ -109,7 +117,7 @@ def test_a_scalar_document_is_refused() -> None:
 @given(STRINGS)
 def test_the_plain_shortcuts_agree_with_libyaml(value: str) -> None:
     """A string the shortcuts write without asking libyaml is written as libyaml would."""
-    known = _plain(value) or _plain_literal(value)
+    known = _plain(value) or _plain_literal(value) or _single_quoted(value)
     if known is not None:
         assert known == _rendering(output._libyaml({"k0": value}))
 
@@ -123,7 +131,8 @@ def test_new_scalars_of_one_document_are_probed_together() -> None:
         calls.append(data)
         return output._libyaml(data)
 
-    data = {"a": ["x: y", "'q'", "# c"], "b": {"c": "- d", "e": "null"}, "f": "x\n  y\n"}
+    # (text outside printable ASCII: no shortcut knows it, libyaml is asked)
+    data = {"a": ["é: y", "'q' ü", "a\tb"], "b": {"c": "- d ü", "e": "null"}, "f": "x\n  y é\n"}
     assert Writer(Scalars(render)).document(data) == output._libyaml(data)
     assert len([c for c in calls if len(c) > 1]) == 1  # one batch for the values
     broken = Scalars(lambda d: "not: a\nbatch\n" if len(d) > 1 else output._libyaml(d))
