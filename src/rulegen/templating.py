@@ -17,7 +17,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError, Undefined
+from jinja2 import StrictUndefined, Template, TemplateError, Undefined, meta
 
 from rulegen import units
 from rulegen.core import promql
@@ -155,7 +155,9 @@ def _remembered(
     context: Mapping[str, Any],
     render: Callable[[str, Mapping[str, Any]], str],
 ) -> str:
-    key = plain_key(context)
+    names = _names(kind, template)
+    read = context if names is None else {k: v for k, v in context.items() if k in names}
+    key = plain_key(read)
     if key is None:
         return render(template, context)
     full = (kind, template, key)
@@ -166,6 +168,20 @@ def _remembered(
             _MEMO.clear()
         _MEMO[full] = text
     return text
+
+
+@lru_cache(maxsize=1024)
+def _names(kind: str, template: str) -> frozenset[str] | None:
+    """The context names ``template`` reads, or ``None`` (all of them) when it does not
+    parse (its render reports why). Why: a render depends on nothing else of its context,
+    so the memo keys it by those alone; the catalog's annotation texts are rendered with
+    the service's name at hand, which most of them never read, and would otherwise be
+    rendered again for every service of a fleet."""
+    env = PROMQL_ENV if kind == "promql" else TEXT_ENV
+    try:
+        return frozenset(meta.find_undeclared_variables(env.parse(template)))
+    except TemplateError:
+        return None
 
 
 def plain_key(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
