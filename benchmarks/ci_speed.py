@@ -425,7 +425,7 @@ def example_fleet(tmp: Path, size: int, start_up_mb: float) -> list[Figure]:
     floor, files, written = output_floor_streamed(root / "OUT")
     shutil.rmtree(root, ignore_errors=True)
     error = built.failure()
-    name = f"render, {size:,} services x the example spec"
+    name = f"example spec x {size:,} services"
     wall, memory = EXAMPLE_WALL.get(size), EXAMPLE_MEMORY_MB.get(size)
     dump = (
         f"floor {floor:.2f} s (C-dumper + json.dumps of {files:,} files, {written:,.0f} MB, 1 core)"
@@ -435,7 +435,7 @@ def example_fleet(tmp: Path, size: int, start_up_mb: float) -> list[Figure]:
                error=error),
         Figure(f"{name}: CPU (all processes)", built.cpu, None,
                f"{dump}; {built.cpu / floor:.1f}x", error=error),
-        Figure(f"{name}: peak memory (process tree)", peak, memory,
+        Figure(f"{name}: peak memory", peak, memory,
                f"a one-service build {start_up_mb:.0f} MB", unit="MB", error=error),
     ]  # fmt: skip
 
