@@ -172,14 +172,16 @@ def _remembered(
 
 @lru_cache(maxsize=1024)
 def _names(kind: str, template: str) -> frozenset[str] | None:
-    """The context names ``template`` reads, or ``None`` (all of them) when it does not
-    parse (its render reports why). Why: a render depends on nothing else of its context,
+    """The context names ``template`` reads (a test recipe's expression, for the kind
+    ``expression``), or ``None`` (all of them) when it does not parse (its render reports
+    why). Why: a render depends on nothing else of its context,
     so the memo keys it by those alone; the catalog's annotation texts are rendered with
     the service's name at hand, which most of them never read, and would otherwise be
     rendered again for every service of a fleet."""
-    env = PROMQL_ENV if kind == "promql" else TEXT_ENV
+    env = TEXT_ENV if kind == "text" else PROMQL_ENV
+    source = f"{{{{ ({template}) }}}}" if kind == "expression" else template
     try:
-        return frozenset(meta.find_undeclared_variables(env.parse(template)))
+        return frozenset(meta.find_undeclared_variables(env.parse(source)))
     except TemplateError:
         return None
 
@@ -212,7 +214,9 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
     Why: decimal literals become ``Decimal`` values, so ``0.5 * q`` never mixes floats in.
     A plain result of a plain context is remembered, as renders are.
     """
-    key = plain_key(context)
+    names = _names("expression", expression)
+    read = context if names is None else {k: v for k, v in context.items() if k in names}
+    key = plain_key(read)
     if key is None:
         return _evaluated(expression, context)
     full = ("evaluate", expression, key)
