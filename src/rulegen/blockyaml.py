@@ -68,7 +68,7 @@ class Scalars:
         out: dict[object, Rendering] = {}
         unique = []
         for value in {_key(v): v for v in values}.values():
-            known = _plain_literal(value) or _plain(value) or _single_quoted(value)
+            known = _plain_literal(value) or _one_line(value)
             if known is not None:
                 out[_key(value)] = known
             else:
@@ -128,6 +128,37 @@ def _plain_literal(value: Any) -> Rendering | None:
 _NOT_PLAIN_LITERAL = re.compile("[^\x20-\x7e\n]")
 
 
+def _one_line(value: Any) -> Rendering | None:
+    """``_plain`` or ``_single_quoted`` of a one-line printable-ASCII string (the checks
+    they share made once), else ``None``."""
+    if type(value) is not str or not value or _NOT_PLAIN_ONE_LINE.search(value):
+        return None
+    tag = _resolve(value)
+    if _plain_allowed(value) and tag == _STR:
+        return value, "", ()
+    if _plain_refused(value) or tag != _STR:
+        return "'" + value.replace("'", "''") + "'", "", ()
+    return None
+
+
+def _plain_allowed(value: str) -> bool:
+    """Certain that ``yaml_emitter_analyze_scalar`` allows plain style in a block."""
+    return not (
+        value[0] in _INDICATORS or value[-1] in " :" or value.startswith("...")
+        or ": " in value or " #" in value
+    )  # fmt: skip
+
+
+def _plain_refused(value: str) -> bool:
+    """Certain that ``yaml_emitter_analyze_scalar`` refuses plain style in a block."""
+    return (
+        value[0] in _ALWAYS_INDICATORS
+        or (value[0] in "-?:" and value[1:2] in ("", " "))
+        or value.startswith(("---", "..."))
+        or value[-1] in " :" or ": " in value or " #" in value
+    )  # fmt: skip
+
+
 def _plain(value: Any) -> Rendering | None:
     """The string itself, for a one-line string of printable ASCII that libyaml writes as a
     plain scalar (a mapping value or sequence item), or ``None`` when that is not certain.
@@ -137,11 +168,7 @@ def _plain(value: Any) -> Rendering | None:
     `` #``) and PyYAML's resolver reads it back as a string (not ``1``, ``yes``, ``null``)."""
     if type(value) is not str or not value or _NOT_PLAIN_ONE_LINE.search(value):
         return None
-    if value[0] in _INDICATORS or value[-1] in " :" or value.startswith("..."):
-        return None
-    if ": " in value or " #" in value:
-        return None
-    if _resolve(value) != _STR:
+    if not _plain_allowed(value) or _resolve(value) != _STR:
         return None
     return value, "", ()
 
@@ -156,14 +183,7 @@ def _single_quoted(value: Any) -> Rendering | None:
     """
     if type(value) is not str or not value or _NOT_PLAIN_ONE_LINE.search(value):
         return None
-    refused = (
-        value[0] in _ALWAYS_INDICATORS
-        or (value[0] in "-?:" and value[1:2] in ("", " "))
-        or value.startswith(("---", "..."))
-        or value[-1] in " :" or ": " in value or " #" in value
-        or _resolve(value) != _STR
-    )  # fmt: skip
-    if not refused:
+    if not _plain_refused(value) and _resolve(value) == _STR:
         return None
     return "'" + value.replace("'", "''") + "'", "", ()
 

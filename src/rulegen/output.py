@@ -130,8 +130,11 @@ class FileSet(MutableMapping[str, str]):
         if not plain_relative(name):
             raise ValueError(f"not a file name inside the output folder: {name!r}")
         path = self._spool / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_output(path, data)
+        try:  # a worker writes thousands of files into a few folders: made when missing
+            write_output(path, data)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_output(path, data)
         self._blobs[name] = (path, digest)
 
     def __delitem__(self, name: str) -> None:
