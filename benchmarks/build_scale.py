@@ -18,6 +18,7 @@ and ≤ 500 MB, ≤ 11× per 10× services, render ≤ 3× the floor, parallel v
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -69,7 +70,8 @@ def _varied(example: str, index: int) -> str:
     alerts, slos = example.split("\nslos:\n", 1)
     scale = Decimal(100 - index % 7) / 100
     alerts = _PERCENT.sub(lambda m: f"{m[1]}{Decimal(m[2]) * scale:f}%", alerts)
-    objectives = iter(_OBJECTIVES[index % len(_OBJECTIVES)])
+    # (the pair repeats over the spec's SLOs: the example has four)
+    objectives = itertools.cycle(_OBJECTIVES[index % len(_OBJECTIVES)])
     return alerts + "\nslos:\n" + _OBJECTIVE.sub(lambda m: m[1] + next(objectives), slos)
 
 

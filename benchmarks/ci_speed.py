@@ -3,6 +3,7 @@
 Run:
     .venv/bin/python benchmarks/ci_speed.py [--render-sizes 200 1000] [--suite] [--json FILE]
     .venv/bin/python benchmarks/ci_speed.py --quick     # while developing: 20 and 50 services
+    .venv/bin/python benchmarks/ci_speed.py --example-fleet [--example-sizes 200 1000]
 
 Every figure is taken in a fresh temporary copy of the repository's ``specs/`` and ``signals/``,
 with ``rulegen`` run as a real subprocess (the venv's console script), so start-up and imports
@@ -29,6 +30,14 @@ figure by up to 2x. Lines and, with ``--json``, the figures:
 6. With ``--suite``: ``make test`` (the README's test command: the whole suite in two pytest
    processes) ≤ 5 min and ``make test-fast`` ≤ 60 s, from the repository root. Anchor:
    ``pytest --collect-only -q``, importing and collecting every test.
+7. Render speed (issue 32): ``rulegen build --no-validate`` of fleets of copies of the example's
+   whole service spec (alerts, SLOs, diagnoses; ``specs/defaults.yaml`` extended, each copy
+   its own service; ``--example-sizes``, default 200 and 1,000): wall (200: ≤ 6 s; 1,000:
+   ≤ 30 s), CPU (all processes) and the peak memory of the process tree (the build and its
+   workers, their RSS summed every 20 ms; 1,000: ≤ 1 GB = 1,000 MB). Floors, same run: the
+   C-dumper ``yaml.dump`` and ``json.dumps`` of the data of every file the build wrote, on one
+   core (the least that writing it costs), and the peak memory of a one-service build
+   (start-up). ``--example-fleet`` measures only these.
 
 Lines are printed as they are measured (start-up and the --no-validate build first: the warm
 build's anchor). Exit status 1 when a figure misses its target or its command fails (figures
@@ -47,6 +56,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -393,6 +403,127 @@ def output_floor(folder: Path) -> float:
     return time.perf_counter() - start
 
 
+# --- 7. render speed: fleets of the example's whole service spec (issue 32) ----------------------
+
+# Wall targets by fleet size (issue 32), and the peak memory target of the largest.
+EXAMPLE_WALL = {200: 6.0, 1000: 30.0}
+EXAMPLE_MEMORY_MB = {1000: 1000.0}
+SAMPLE_SECONDS = 0.02
+
+
+def example_fleet(tmp: Path, size: int, start_up_mb: float) -> list[Figure]:
+    """``build --no-validate`` of ``size`` copies of the example spec: wall, CPU and the
+    process tree's peak memory, against the one-core dump floor of everything it wrote."""
+    log(f"render only, the example's service spec: {size} services")
+    root = tmp / f"example-fleet-{size}"
+    (root / "specs").mkdir(parents=True)
+    shutil.copytree(REPO / "signals", root / "signals")
+    fleet(root / "specs", size)
+    os.sync()  # an earlier figure's files still being written back would slow this one
+    built, peak = run_sampled([*RULEGEN, "build", "--no-validate", "--out", "OUT"], root)
+    log(f"the floor: dumping the data of every file written ({size} services), one core")
+    floor, files, written = output_floor_streamed(root / "OUT")
+    shutil.rmtree(root, ignore_errors=True)
+    error = built.failure()
+    name = f"example spec x {size:,} services"
+    wall, memory = EXAMPLE_WALL.get(size), EXAMPLE_MEMORY_MB.get(size)
+    dump = (
+        f"floor {floor:.2f} s (C-dumper + json.dumps of {files:,} files, {written:,.0f} MB, 1 core)"
+    )
+    return [
+        Figure(f"{name}: wall", built.wall, wall, f"{dump}; {built.wall / floor:.1f}x",
+               error=error),
+        Figure(f"{name}: CPU (all processes)", built.cpu, None,
+               f"{dump}; {built.cpu / floor:.1f}x", error=error),
+        Figure(f"{name}: peak memory", peak, memory,
+               f"a one-service build {start_up_mb:.0f} MB", unit="MB", error=error),
+    ]  # fmt: skip
+
+
+def start_up_memory(tmp: Path) -> float:
+    """The peak memory of a one-service ``build --no-validate`` (start-up and one render)."""
+    root = tmp / "example-fleet-1"
+    (root / "specs").mkdir(parents=True)
+    shutil.copytree(REPO / "signals", root / "signals")
+    fleet(root / "specs", 1)
+    _, peak = run_sampled([*RULEGEN, "build", "--no-validate", "--out", "OUT"], root)
+    shutil.rmtree(root, ignore_errors=True)
+    return peak
+
+
+def run_sampled(argv: list[str], cwd: Path) -> tuple[Run, float]:
+    """``run`` that also samples the RSS of the process and all its descendants every 20 ms;
+    returns the run and the largest sum seen, in MB (10^6 bytes)."""
+    cpu, start = _children_cpu(), time.perf_counter()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    peak = 0
+    output: list[str] = []
+    reader = threading.Thread(
+        target=lambda: output.append(proc.stdout.read() if proc.stdout else "")
+    )
+    reader.start()
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(proc.pid))
+        time.sleep(SAMPLE_SECONDS)
+    reader.join()
+    wall = time.perf_counter() - start
+    run = Run(wall, _children_cpu() - cpu, proc.returncode, "".join(output))
+    return run, peak / 1e6
+
+
+def tree_rss(pid: int) -> int:
+    """The resident memory of ``pid`` and its descendants, in bytes (0 once it is gone)."""
+    total = 0
+    for one in _descendants(pid):
+        try:
+            total += int(Path(f"/proc/{one}/statm").read_text().split()[1]) * _PAGE
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (``/proc/PID/task/TID/children``)."""
+    out, todo = [], [pid]
+    while todo:
+        one = todo.pop()
+        out.append(one)
+        try:
+            for task in Path(f"/proc/{one}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return out
+
+
+def output_floor_streamed(folder: Path) -> tuple[float, int, float]:
+    """``output_floor`` one file at a time (a thousand services' output, loaded at once,
+    would not fit in memory): seconds of dumping only, the files and their MB."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    seconds, files, size = 0.0, 0, 0
+    for path in sorted(folder.rglob("*")):
+        if path.suffix not in (".yml", ".yaml", ".json") or not path.is_file():
+            continue
+        text = path.read_text()
+        files, size = files + 1, size + len(text.encode())
+        if path.suffix == ".json":
+            data = json.loads(text)
+            start = time.perf_counter()
+            json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+        else:
+            data = yaml.load(text, Loader=loader)
+            start = time.perf_counter()
+            yaml.dump(data, Dumper=dumper, sort_keys=False)
+        seconds += time.perf_counter() - start
+    return seconds, files, size / 1e6
+
+
 # --- 6. the test suite ----------------------------------------------------------------------------
 
 
@@ -417,6 +548,8 @@ def suite() -> list[Figure]:
 
 def measure(args: argparse.Namespace, tmp: Path) -> list[Figure]:
     """Every figure, each printed as soon as it is measured."""
+    if args.example_fleet:
+        return measure_example_fleet(args, tmp)
     figures, version = start_up(tmp)
     figures.append(no_validate(tmp, version))
     for item in figures:
@@ -425,12 +558,27 @@ def measure(args: argparse.Namespace, tmp: Path) -> list[Figure]:
     steps: list[Callable[[], list[Figure]]] = [
         partial(cold_build, tmp), lambda: [warm_build(tmp, rendered)],
         *(partial(render, tmp, size) for size in args.render_sizes),
+        lambda: measure_example_fleet(args, tmp),
     ]  # fmt: skip
     if args.suite:
         steps.append(suite)
     for step in steps:
         for item in step():
             print_figure(item)
+            figures.append(item)
+    return figures
+
+
+def measure_example_fleet(args: argparse.Namespace, tmp: Path) -> list[Figure]:
+    """Section 7 alone: each fleet of ``--example-sizes``, printed as measured (and returned
+    unprinted to ``measure``, which prints its steps' figures itself)."""
+    alone = args.example_fleet
+    start_up_mb = start_up_memory(tmp)
+    figures = []
+    for size in args.example_sizes:
+        for item in example_fleet(tmp, size, start_up_mb):
+            if alone:
+                print_figure(item)
             figures.append(item)
     return figures
 
@@ -444,9 +592,14 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--suite", action="store_true", help="also time pytest and test-fast")
     parser.add_argument("--quick", action="store_true", help="render 20 and 50 services, no suite")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures here")
+    parser.add_argument(
+        "--example-fleet", action="store_true",
+        help="only the render of fleets of the example's whole service spec (issue 32)",
+    )  # fmt: skip
+    parser.add_argument("--example-sizes", type=int, nargs="+", default=[200, 1000])
     args = parser.parse_args()
     if args.quick:
-        args.render_sizes, args.suite = [20, 50], False
+        args.render_sizes, args.suite, args.example_sizes = [20, 50], False, [20, 50]
     return args
 
 

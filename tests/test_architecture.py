@@ -21,7 +21,8 @@ ROOT = "rulegen"  # the package's own __init__.py: the library API
 # layer is open (the foundation's helpers), and never in a cycle.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("core", "errors", "units", "gotemplate", "sandbox",
-                    "templating", "output", "fanout", "promapi", "progress", "pipeline")),
+                    "templating", "blockyaml", "output", "fanout", "promapi", "progress",
+                    "pipeline")),
     ("source: YAML with positions, diagnostics, field checks", ("source",)),
     ("catalog: signal definitions", ("catalog",)),
     ("spec: the user-facing models", ("spec",)),
@@ -37,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("promtool tests cut into units", ("pipeline.testunits",)),
     ("units' shapes", ("pipeline.shapes",)),
     ("units run, shared and cached", ("pipeline.promtool_runs",)),
-    ("load", ("load", "pipeline.rendercache")),
+    ("load", ("load", "pipeline.rendercache", "pipeline.packed")),
     ("build", ("build",)),
     ("outdir", ("outdir",)),
     ("commands", ("lint", "backtest", "explain", "starter")),

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from rulegen.build import BuildResult
     from rulegen.catalog import Catalog
     from rulegen.load import SpecInputs
+    from rulegen.outdir import Staged
     from rulegen.outdir.plan import Plan
     from rulegen.pipeline.rendercache import RenderCache
 
@@ -271,11 +272,16 @@ def _build(args: argparse.Namespace, out: _Output) -> int:
             out.warn(warning)
         root = Path(os.path.realpath(target)).parent
         cache = _render_cache(args.test_cache, catalog, read_only=args.read_only)
-        result = build(inputs, catalog, root=root, targets=args.target or (), jobs=args.jobs,
-                       progress=steps, render_cache=cache)  # fmt: skip
-        for warning in result.cache_warnings:
-            out.warn(warning)
-        summary = (_check if args.check else _write)(args, out, target, shown, result)
+
+        def render(spool: Path | None = None) -> BuildResult:
+            result = build(inputs, catalog, root=root, targets=args.target or (),
+                           jobs=args.jobs, progress=steps, render_cache=cache,
+                           read_services=not args.no_validate, spool=spool)  # fmt: skip
+            for warning in result.cache_warnings:
+                out.warn(warning)
+            return result
+
+        summary = _render_and_write(args, out, target, shown, render)
     for line in summary:
         out.line(line)
     slowest = steps.slowest_line(TEST_STEP)
@@ -308,11 +314,30 @@ def _run_checks(
                     read_only=args.read_only, warn=out.warn)  # fmt: skip
 
 
+def _render_and_write(
+    args: argparse.Namespace, out: _Output, target: Path, shown: str,
+    render: Callable[[Path | None], BuildResult],
+) -> list[str]:  # fmt: skip
+    """``--check``: render, then compare. Else render and write: with the output folder held
+    and its staging folder made first (``outdir.staged``), so that the build's workers
+    write their files there as they render them; where the folder's parent does not exist
+    yet (a build that fails must leave nothing), in memory first, as ``--check`` does."""
+    from rulegen.outdir import staged
+
+    if args.check:
+        return _check(args, out, target, shown, render(None))
+    if not Path(os.path.realpath(target)).parent.is_dir():
+        return _write(args, out, target, shown, render(None))
+    with staged(target) as held:
+        return _write(args, out, target, shown, render(held.staging), held)
+
+
 def _write(
-    args: argparse.Namespace, out: _Output, target: Path, shown: str, result: BuildResult
-) -> list[str]:
-    """Write the build into ``target`` once it is validated (unless ``--no-validate``); the
-    summary to print."""
+    args: argparse.Namespace, out: _Output, target: Path, shown: str, result: BuildResult,
+    held: Staged | None = None,
+) -> list[str]:  # fmt: skip
+    """Write the build into ``target`` once it is validated (unless ``--no-validate``),
+    through ``held`` when the build was made for it; the summary to print."""
     from rulegen.outdir import write
 
     summary: list[str] = []
@@ -323,7 +348,7 @@ def _write(
         out.progress.step(f"writing {shown}/")
 
     out.progress.step(f"staging {shown}/")
-    plan = write(result, target, check)
+    plan = held.write(result, check) if held is not None else write(result, target, check)
     summary.extend(f"note: {printable(note)}" for note in plan.notes)
     return [*summary, _written(plan, shown)]
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError, Undefined
+from jinja2 import StrictUndefined, Template, TemplateError, Undefined, meta
 
 from rulegen import units
 from rulegen.core import promql
@@ -146,7 +146,7 @@ def _plain_text(template: str, context: Mapping[str, Any]) -> str:
 _PLAIN = (str, int, Decimal, Fraction, bool, type(None))
 _MEMO: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
 _VALUES: dict[tuple[str, str, tuple[tuple[str, str], ...]], Any] = {}
-_MEMO_LIMIT = 65536
+_MEMO_LIMIT = 16384  # entries (a fleet's services each add their own: bounded memory)
 
 
 def _remembered(
@@ -155,7 +155,9 @@ def _remembered(
     context: Mapping[str, Any],
     render: Callable[[str, Mapping[str, Any]], str],
 ) -> str:
-    key = _key(context)
+    names = _names(kind, template)
+    read = context if names is None else {k: v for k, v in context.items() if k in names}
+    key = plain_key(read)
     if key is None:
         return render(template, context)
     full = (kind, template, key)
@@ -168,12 +170,33 @@ def _remembered(
     return text
 
 
-def _key(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
-    """The context as ``(name, repr)`` pairs, or ``None`` when a value is not plain data
-    (tuples of plain values count; a list, a dict or an object is rendered every time)."""
-    if not all(_is_plain(value) for value in context.values()):
+@lru_cache(maxsize=1024)
+def _names(kind: str, template: str) -> frozenset[str] | None:
+    """The context names ``template`` reads (a test recipe's expression, for the kind
+    ``expression``), or ``None`` (all of them) when it does not parse (its render reports
+    why). Why: a render depends on nothing else of its context,
+    so the memo keys it by those alone; the catalog's annotation texts are rendered with
+    the service's name at hand, which most of them never read, and would otherwise be
+    rendered again for every service of a fleet."""
+    env = TEXT_ENV if kind == "text" else PROMQL_ENV
+    source = f"{{{{ ({template}) }}}}" if kind == "expression" else template
+    try:
+        return frozenset(meta.find_undeclared_variables(env.parse(source)))
+    except TemplateError:
         return None
-    return tuple(sorted((name, repr(value)) for name, value in context.items()))
+
+
+def plain_key(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
+    """The context as ``(name, repr)`` pairs, or ``None`` when a value is not plain data
+    (tuples of plain values count; a list, a dict or an object is rendered every time).
+    One pass: a fleet asks it for every template of every alert."""
+    pairs = []
+    for name, value in context.items():
+        if type(value) not in _PLAIN and not _is_plain(value):
+            return None
+        pairs.append((name, repr(value)))
+    pairs.sort()
+    return tuple(pairs)
 
 
 def _is_plain(value: Any) -> bool:
@@ -191,7 +214,9 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> Any:
     Why: decimal literals become ``Decimal`` values, so ``0.5 * q`` never mixes floats in.
     A plain result of a plain context is remembered, as renders are.
     """
-    key = _key(context)
+    names = _names("expression", expression)
+    read = context if names is None else {k: v for k, v in context.items() if k in names}
+    key = plain_key(read)
     if key is None:
         return _evaluated(expression, context)
     full = ("evaluate", expression, key)

@@ -169,7 +169,22 @@ def exact_number(value: Fraction) -> Decimal | Fraction:
 
 
 def format_duration(seconds: Decimal) -> str:
-    """Seconds to the shortest Prometheus duration (``90`` → ``1m30s``, ``0.5`` → ``500ms``)."""
+    """Seconds to the shortest Prometheus duration (``90`` → ``1m30s``, ``0.5`` → ``500ms``).
+
+    Remembered: an SLO's rules and tests name the same few windows and times thousands of
+    times (the text depends on the value only, so ``60`` and ``60.0`` share an entry)."""
+    found = _DURATIONS.get(seconds)
+    if found is None:
+        if len(_DURATIONS) >= 100_000:
+            _DURATIONS.clear()
+        found = _DURATIONS[seconds] = _duration_text(seconds)
+    return found
+
+
+_DURATIONS: dict[Decimal, str] = {}
+
+
+def _duration_text(seconds: Decimal) -> str:
     if seconds <= 0:
         return "0s"
     millis = int(seconds * 1000)

@@ -30,7 +30,10 @@ from rulegen.errors import (
     ValidationFailed,
 )
 from rulegen.load import SpecInputs, discover
+from rulegen.outdir import staged, write
+from rulegen.outdir.manifest import digest
 from rulegen.output import FileSet
+from rulegen.pipeline.packed import Services
 from rulegen.source import loader
 from rulegen.source.loader import LoadError
 
@@ -242,6 +245,92 @@ def test_the_file_store_holds_text_compressed_and_gives_it_back() -> None:
     assert "c/empty" not in files
     assert len(files) == 3
     assert files["a/y.yml"] == "groups: []\n"
+
+
+def test_the_file_store_keeps_each_files_bytes_and_hash_for_the_manifest() -> None:
+    """Workers hash what they render, so the output folder's manifest takes each file's
+    hash from the store (``digest``) and the writer its bytes (``data``) without the text."""
+    files = FileSet({"a/x.yml": "é\n", "b/y.json": "{}\n"})
+    assert files.data("a/x.yml") == "é\n".encode()
+    assert files.digest("a/x.yml") == digest("é\n".encode())
+    other = FileSet()
+    other.take(files, "b/y.json")
+    assert dict(other) == {"b/y.json": "{}\n"}
+    assert other.digest("b/y.json") == digest(b"{}\n")
+
+
+@TWO_CORES
+@pytest.mark.slow
+def test_writing_a_fleet_without_validation_never_unpacks_its_services(tmp_path: Path) -> None:
+    """A build written without validation reads only each service's name and group names
+    (``rulegen.pipeline.packed``): the rule groups stay packed through the write, and
+    unpacked they are those of an in-process build."""
+    inputs = _fleet(tmp_path / "specs", 9)
+    catalog = load_catalog([REPO / "signals"])
+    result = build(inputs, catalog, root=tmp_path)
+    write(result, tmp_path / "rules")
+    assert isinstance(result.services, Services)
+    assert result.services.packed() == 9
+    assert result.services == build(inputs, catalog, root=tmp_path, jobs=1).services
+    assert result.services.packed() == 0
+
+
+def test_a_build_whose_services_nobody_reads_keeps_only_their_names(tmp_path: Path) -> None:
+    """``rulegen build --no-validate`` reads no service's rule groups (unless a routing file
+    or the Mimir target does): the same files, the group-name check intact, and a service
+    read by mistake is a clear error, not an empty one."""
+    inputs = _fleet(tmp_path / "specs", 2)
+    catalog = load_catalog([REPO / "signals"])
+    for targets in (("prometheus",), ("prometheus", "victoriametrics")):
+        kept = build(inputs, catalog, root=tmp_path, targets=targets)
+        names = build(inputs, catalog, root=tmp_path, targets=targets, read_services=False)
+        assert dict(names.files) == dict(kept.files)
+    with pytest.raises(RuntimeError, match="not kept"):
+        _ = names.services[0]
+    routed = build(discover([REPO / "specs"]), catalog, read_services=False)
+    assert routed.services[0].groups  # a routing file reads every alert: kept
+    assert "alertmanager/alertmanager.yml" in routed.files
+
+
+@TWO_CORES
+@pytest.mark.slow
+def test_workers_write_the_output_folder_as_they_render(tmp_path: Path) -> None:
+    """``rulegen build`` holds the output folder and makes its staging folder before the
+    build; each worker writes its files there (no text held or sent), and the folder ends
+    up as an in-memory build would write it."""
+    inputs = _fleet(tmp_path / "specs", 9)
+    catalog = load_catalog([REPO / "signals"])
+    with staged(tmp_path / "rules") as held:
+        result = build(inputs, catalog, root=tmp_path, spool=held.staging)
+        spooled = [name for name in result.files if result.files.spooled(name) is not None]
+        assert len(spooled) == 9 * 15  # rules, tests and a dashboard per service
+        assert all(result.files.spooled(n) == held.staging / n for n in spooled)
+        assert result.files.held_bytes() < 10_000  # only what the parent made
+        held.write(result)
+    memory = build(inputs, catalog, root=tmp_path)
+    write(memory, tmp_path / "again")
+    written = {p.relative_to(tmp_path / "rules"): p.read_bytes()
+               for p in (tmp_path / "rules").rglob("*") if p.is_file()}  # fmt: skip
+    again = {p.relative_to(tmp_path / "again"): p.read_bytes()
+             for p in (tmp_path / "again").rglob("*") if p.is_file()}  # fmt: skip
+    assert written == again
+    assert not [p for p in tmp_path.iterdir() if "staging" in p.name]
+
+
+def test_a_build_that_fails_leaves_no_staging_folder_and_the_output_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """A spec error found after some files were written into the staging folder: the
+    staging folder goes, the output folder is untouched."""
+    inputs = _fleet(tmp_path / "specs", 2, {"broken.yaml": "service: x\nalerts: 3\n"})
+    out = tmp_path / "rules"
+    out.mkdir()
+    (out / "mine.txt").write_text("the user's")
+    catalog = load_catalog([REPO / "signals"])
+    with pytest.raises(SpecError), staged(out) as held:
+        build(inputs, catalog, root=tmp_path, spool=held.staging, jobs=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules", "specs"]
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
 
 
 def test_the_example_output_compresses_at_least_fivefold() -> None:

@@ -50,7 +50,7 @@ SLO_GROUPS = [f"{SERVICE}-slo-{name}" for name in ("ttft", "goodput", "itl", "av
 
 @pytest.fixture(scope="module")
 def services() -> list[ServiceOutput]:
-    return build(discover([REPO / "specs"]), load_catalog([REPO / "signals"])).services
+    return list(build(discover([REPO / "specs"]), load_catalog([REPO / "signals"])).services)
 
 
 @pytest.fixture(scope="module")

@@ -240,3 +240,27 @@ def test_a_placeholder_without_a_value_is_an_error_listing_those_available() -> 
 def test_an_undefined_name_in_a_recipe_is_a_template_failure(expression: str) -> None:
     with pytest.raises(TemplateFailure, match="is undefined"):
         templating.evaluate(expression, {"q": Decimal(1), "bandwidth": Decimal(2)})
+
+
+def test_a_render_is_remembered_by_the_names_its_template_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fleet renders each catalog text with its own service name at hand: a template that
+    never reads ``service`` is rendered once for all of them (even beside a value that is no
+    plain data), one that reads it once per service; the text is the same either way."""
+    renders: list[str] = []
+    real = templating._plain_text
+
+    def counted(template: str, context: Mapping[str, Any]) -> str:
+        renders.append(template)
+        return real(template, context)
+
+    monkeypatch.setattr(templating, "_plain_text", counted)
+    quiet = "Disk [[ threshold ]] busy (memo test)"
+    loud = "[[ service ]]: disk [[ threshold ]] busy (memo test)"
+    for service in ("a", "b", "c"):
+        context = {"service": service, "threshold": "80%", "sel": lambda: ""}
+        assert templating.render_text(quiet, context) == "Disk 80% busy (memo test)"
+        assert templating.render_text(loud, context) == f"{service}: disk 80% busy (memo test)"
+    assert renders.count(quiet) == 1
+    assert renders.count(loud) == 3

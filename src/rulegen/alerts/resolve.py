@@ -30,7 +30,14 @@ from rulegen.source.fields import labels as label_set
 from rulegen.source.loader import PathKey
 from rulegen.source.severities import DEFAULT as DEFAULT_SEVERITIES
 from rulegen.source.severities import Severities, check
-from rulegen.templating import TemplateFailure, go_escape, render_promql, render_text, user_text
+from rulegen.templating import (
+    TemplateFailure,
+    go_escape,
+    plain_key,
+    render_promql,
+    render_text,
+    user_text,
+)
 
 # Limits that keep every alert testable: a generated promtool test evaluates the whole rule
 # file at each evaluation up to window + for, so these bound its run time.
@@ -433,10 +440,7 @@ def _render_expressions(
         # ``host_by`` keeps a relabelled host label through a signal's aggregations, so its
         # alerts can be matched with a diagnosis on the same host.
         host_by = f", {ctx.spec.host_label}" if ctx.spec.host_label else ""
-        context = {
-            **fixed, "sel": _sel(matchers), "sel_each": _sel_each(every), "host_by": host_by,
-        }  # fmt: skip
-        quantity = render_promql(_expr_of(signal, kind), context)
+        quantity = _quantity(_expr_of(signal, kind), fixed, matchers, every, host_by)
         record = render_promql(signal.record, fixed) if signal.record else None
     except TemplateFailure as exc:
         col.error(path, f"signal {signal.signal} ({signal.source}): {exc}")
@@ -463,11 +467,36 @@ def render_quantity(
     fixed = {"window": alert.window, **alert.params}
     host_by = f", {host_label}" if host_label else ""
     every = tuple(family + extra for family in alert.family_selectors)
-    context = {
-        **fixed, "sel": _sel(alert.selector_matchers + extra), "sel_each": _sel_each(every),
-        "host_by": host_by,
-    }  # fmt: skip
-    return render_promql(_expr_of(signal, alert.histogram), context)
+    matchers = alert.selector_matchers + extra
+    return _quantity(_expr_of(signal, alert.histogram), fixed, matchers, every, host_by)
+
+
+def _quantity(
+    template: str,
+    fixed: Mapping[str, Any],
+    matchers: tuple[promql.Matcher, ...],
+    every: tuple[tuple[promql.Matcher, ...], ...],
+    host_by: str,
+) -> str:
+    """A signal's expression with ``sel()`` of ``matchers`` and ``sel_each()`` of ``every``.
+
+    Remembered by those and the plain values (the template memo leaves contexts holding
+    functions alone): a fleet's services render the same catalog expressions with the same
+    selectors, for their rules and again for their dashboards."""
+    plain = plain_key(fixed)
+    key = None if plain is None else (template, plain, matchers, every, host_by)
+    found = _QUANTITIES.get(key) if key is not None else None
+    if found is None:
+        context = {**fixed, "sel": _sel(matchers), "sel_each": _sel_each(every), "host_by": host_by}
+        found = render_promql(template, context)
+        if key is not None:
+            if len(_QUANTITIES) >= 4096:
+                _QUANTITIES.clear()
+            _QUANTITIES[key] = found
+    return found
+
+
+_QUANTITIES: dict[object, str] = {}
 
 
 def _default_texts(

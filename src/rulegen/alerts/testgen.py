@@ -340,24 +340,46 @@ def _ramp_timing(
     lead = _number(evaluate(signal.test.lead, {**alert.params, "threshold": alert.threshold}))
     if lead < 0:
         raise SynthError(f"the forecast's lead {lead} is negative")
+    numbers = (lead, fire_value, alert.threshold, alert.for_seconds, evaluation, scrape)
+    key = tuple(map(str, numbers))  # 60 and 60.0 are equal, but print differently
+    found = _RAMPS.get(key)
+    if found is None:
+        found = _RAMPS[key] = _ramp_search(*numbers)
+    if found is _Collision:
+        raise _Collision
+    assert isinstance(found, _Timing)
+    return found
+
+
+# Why cached: a fleet's forecasts share their numbers, and the search below tries every
+# evaluation up to a hundred ``for`` spans for each. Keyed by every number it reads.
+_RAMPS: dict[tuple[str, ...], _Timing | type[_Collision]] = {}
+
+
+def _ramp_search(
+    lead: Decimal, fire_value: Decimal, threshold: Decimal, for_seconds: Decimal,
+    evaluation: Decimal, scrape: Decimal,
+) -> _Timing | type[_Collision]:  # fmt: skip
+    """``_ramp_timing``'s search: the timing, or ``_Collision`` when every check time lands
+    on the threshold."""
     first = _grid(scrape, evaluation)
-    steps = (alert.for_seconds / evaluation).to_integral_value(ROUND_CEILING)
-    margin = MARGIN * abs(alert.threshold)
+    steps = (for_seconds / evaluation).to_integral_value(ROUND_CEILING)
+    margin = MARGIN * abs(threshold)
     check = first + steps * evaluation
     limit = check + 100 * (steps + 1) * evaluation
     while check <= limit:
         t = first
         while True:
             value = fire_value * (t + lead) / (check + lead)
-            if abs(value - alert.threshold) <= margin:
+            if abs(value - threshold) <= margin:
                 break  # lands on the threshold: try the next check time
-            if value > alert.threshold:
+            if value > threshold:
                 if t + steps * evaluation == check:
                     return _Timing(t, check, check, check + lead)
                 break
             t += evaluation
         check += evaluation
-    raise _Collision
+    return _Collision
 
 
 def _grid(at_least: Decimal, evaluation: Decimal) -> Decimal:

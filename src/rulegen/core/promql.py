@@ -84,11 +84,23 @@ def selector_text(metric: str, matchers: tuple[Matcher, ...] | list[Matcher] = (
 def series_text(metric: str, labels: dict[str, str] | Any) -> str:
     """A series (promtool's ``input_series``): ``metric{a="b"}`` with sorted labels, UTF-8
     names quoted (``selector_text``)."""
-    matchers = [Matcher(k, "=", v) for k, v in sorted(labels.items())]
-    inner = ", ".join(m.render() for m in matchers)
+    pairs = sorted(labels.items())
     if not metric or METRIC_NAME.match(metric):  # "": a sample's labels only
+        inner = ", ".join([_PAIRS.get(pair) or _pair(pair) for pair in pairs])
         return f"{metric}{{{inner}}}"
-    return selector_text(metric, matchers)
+    return selector_text(metric, [Matcher(k, "=", v) for k, v in pairs])
+
+
+# ``name="value"`` as ``Matcher.render`` writes it, by (name, value): generated tests write
+# the same labels on thousands of series.
+_PAIRS: dict[tuple[str, str], str] = {}
+
+
+def _pair(pair: tuple[str, str]) -> str:
+    if len(_PAIRS) >= 20_000:  # each service adds its own pairs (its name): bounded memory
+        _PAIRS.clear()
+    text = _PAIRS[pair] = Matcher(pair[0], "=", pair[1]).render()
+    return text
 
 
 def utf8_names(metric: str, matchers: tuple[Matcher, ...] = ()) -> list[str]:

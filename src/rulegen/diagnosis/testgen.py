@@ -31,8 +31,9 @@ from rulegen.diagnosis.evidence import GENERATION_TOKENS, REQUESTS_WAITING
 from rulegen.diagnosis.model import Evidence, Quantity, ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.rules import predict_description, summary
-from rulegen.errors import SpecError
+from rulegen.errors import FieldPath, SpecError
 from rulegen.generated import AlertCheck, ExpectedAlert, ExprCheck, InputSeries, TestCase
+from rulegen.source.loader import Origin
 
 MODEL = "deepseek-v4"
 PER_STEP = 200  # TTFT observations per scrape
@@ -156,6 +157,12 @@ class _Retry(Exception):
 # Simulated timelines by ``_Model.timing_key``: (fires at, pending since, hosts pending then),
 # or why these values cannot be used.
 _TIMELINES: dict[tuple[object, ...], tuple[Fraction, Fraction, list[int]] | _Retry] = {}
+# By the same key: each quantity's exact reading on the firing host when it fires.
+_READINGS: dict[tuple[object, ...], dict[Quantity, Fraction]] = {}
+# Every host's input series (``_Model._all_series``), and the origin of the model they
+# are made by (a diagnosis without a place in any spec).
+_SERIES: dict[tuple[object, ...], tuple[InputSeries, ...]] = {}
+_NOWHERE = Origin("", 0, 0, FieldPath())
 
 
 class _Model:
@@ -373,10 +380,8 @@ class _Model:
             raise timeline
         fire_at, active_at, pending = timeline
         steps = int(fire_at / self.scrape) + 2
-        series = tuple(
-            s for n, host in enumerate(self.hosts, 1) for s in self._series(n, host, steps)
-        )
-        expected = self._expected(fire_at)
+        series = self._all_series(steps)
+        expected = self._expected(self._values_at(key, fire_at))
         checks = []
         exprs = []
         name = self.d.name
@@ -561,13 +566,45 @@ class _Model:
             labels["model_name"] = MODEL
         return labels
 
-    def _expected(self, at: Fraction) -> ExpectedAlert:
+    def _all_series(self, steps: int) -> tuple[InputSeries, ...]:
+        """Every host's input series over ``steps`` samples. Shared by a fleet's diagnoses
+        that differ only in what names them: made by a model of the diagnosis without its
+        name, service, severity, labels, explanations, runbook and origin, which therefore
+        cannot read them, and remembered by everything else the diagnosis holds."""
+        anonymous = replace(
+            self.d, name="", service="", severity="", labels=(), explains=(), runbook_url=None,
+            origin=_NOWHERE,
+        )  # fmt: skip
+        key = (repr(anonymous), self.eval, self.scrape, self.factor, steps)
+        found = _SERIES.get(key)
+        if found is None:
+            model = _Model(anonymous, self.eval, self.scrape, self.factor)
+            found = tuple(
+                s for n, host in enumerate(model.hosts, 1) for s in model._series(n, host, steps)
+            )
+            if len(_SERIES) >= 256:
+                _SERIES.clear()
+            _SERIES[key] = found
+        return found
+
+    def _values_at(self, key: tuple[object, ...], at: Fraction) -> dict[Quantity, Fraction]:
+        """What each quantity reads on the firing host at ``at`` (shared like the timeline:
+        a throughput ratio replays the whole baseline)."""
+        found = _READINGS.get(key)
+        if found is None:
+            found = {}
+            for item in self.d.evidence:
+                exact = self.value(item.quantity, self.hosts[0], at)
+                assert exact is not None
+                found[item.quantity] = exact
+            _READINGS[key] = found
+        return found
+
+    def _expected(self, exact: Mapping[Quantity, Fraction]) -> ExpectedAlert:
         labels = self._labels(1)
         values: dict[Quantity, float] = {}
         for item in self.d.evidence:
-            exact = self.value(item.quantity, self.hosts[0], at)
-            assert exact is not None
-            values[item.quantity] = _stable(exact, item.unit)
+            values[item.quantity] = _stable(exact[item.quantity], item.unit)
         first = values[self.d.evidence[0].quantity]
         texts = {
             "summary": gotemplate.expand(summary(self.d), labels, first),

@@ -11,7 +11,10 @@ old or the whole new folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,15 +23,53 @@ from rulegen.errors import OutputConflict
 from rulegen.outdir.drift import Drift, drift
 from rulegen.outdir.manifest import MANIFEST
 from rulegen.outdir.plan import Plan, plan_output
-from rulegen.outdir.transaction import Check, commit, locked
+from rulegen.outdir.transaction import Check, commit, locked, stage
 
 if TYPE_CHECKING:
     from rulegen.build import BuildResult
 
 __all__ = [
-    "MANIFEST", "Drift", "Plan", "check_output", "commit", "drift", "folder_name", "plan_output",
-    "refuse_escapes", "write",
+    "MANIFEST", "Drift", "Plan", "Staged", "check_output", "commit", "drift", "folder_name",
+    "plan_output", "refuse_escapes", "staged", "write",
 ]  # fmt: skip
+
+
+@dataclass
+class Staged:
+    """An output folder held for one build, and the staging folder its new content is
+    assembled in, made before the build: the build's workers write their files there as
+    they render them (``build(spool=...)``), so no file's text waits in memory."""
+
+    folder: Path
+    shown: str
+    staging: Path
+    beside: bool
+    recovered: list[str]
+    committing: bool = False
+
+    def write(self, result: BuildResult, check: Check | None = None) -> Plan:
+        """``write`` of ``result`` through this staging folder."""
+        plan = _plan(result, self.folder, self.shown)
+        plan.notes[:0] = self.recovered
+        self.committing = True  # the commit removes the staging folder (or keeps a journal)
+        commit(plan, check, (self.staging, self.beside))
+        return plan
+
+
+@contextmanager
+def staged(folder: Path) -> Iterator[Staged]:
+    """Hold ``folder`` for a build that writes it (the lock and the recovery of ``write``)
+    and make its staging folder first; the staging folder goes when the build does not
+    commit (a spec error, a conflict), so a failed build changes nothing."""
+    shown = folder_name(folder)
+    with locked(folder, shown) as recovered:
+        staging, beside = stage(folder)
+        held = Staged(folder, shown, staging, beside, recovered)
+        try:
+            yield held
+        finally:
+            if not held.committing:
+                shutil.rmtree(staging, ignore_errors=True)
 
 
 def write(result: BuildResult, folder: Path, check: Check | None = None) -> Plan:

@@ -40,11 +40,12 @@ def drift(plan: Plan) -> Drift:
     """Compare ``plan`` with its folder on disk (files in path order, the manifest last)."""
     found = Drift()
     chunks: list[str] = []
-    wanted = {**plan.write, MANIFEST: plan.manifest()}
+    manifest = plan.manifest()
     names = [*sorted(plan.write), *sorted(plan.remove), MANIFEST]
     for name in names:
         before = _text(plan, name)
-        after = wanted.get(name)
+        # one file at a time (a fleet's files are held compressed)
+        after = manifest if name == MANIFEST else plan.write.get(name)
         if before == after:
             continue
         if before is None:

@@ -28,6 +28,7 @@ from rulegen.outdir.manifest import (
     read_bytes,
     read_manifest,
 )
+from rulegen.output import FileSet
 
 # The folders every rulegen release writes: where a folder without a manifest (written by a
 # release before the manifest) may hold generated files.
@@ -43,9 +44,13 @@ class Plan:
 
     folder: Path
     shown: str
-    write: dict[str, str] = field(default_factory=dict)
+    # the files to write (compressed until written: a fleet's run to hundreds of megabytes)
+    write: FileSet = field(default_factory=FileSet)
     keep: dict[str, Entry] = field(default_factory=dict)
     remove: list[str] = field(default_factory=list)
+    # files a worker wrote into the staging folder that the plan does not write (it keeps
+    # what the folder has there)
+    unwanted: list[str] = field(default_factory=list)
     entries: dict[str, Entry] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # the files of ``write`` whose content is already on disk: what a summary counts apart
@@ -90,7 +95,7 @@ class _Disk:
 def plan_output(
     folder: Path,
     shown: str,
-    files: Mapping[str, str],
+    files: FileSet,
     sources: Mapping[str, tuple[str, ...]],
     inputs: Collection[str],
     root: Path,
@@ -110,7 +115,7 @@ def plan_output(
     recorded = disk.recorded if disk.recorded is not None else _legacy(disk)
     inputs = set(inputs)
     conflicts: list[str] = []
-    for name, text in files.items():
+    for name in files:
         new_sources = tuple(sources.get(name, ()))
         entry = recorded.get(name)
         others = _other_sources(entry, inputs, root)
@@ -124,13 +129,14 @@ def plan_output(
                     "build both together (do two specs define the same service?)"
                 )
             continue
-        problem = _writable(disk, name, text)
+        problem = _writable(disk, name, files)
         if problem:
             conflicts.append(f"--out {shown}: {problem}")
             continue
-        _write(plan, disk, name, text, new_sources, entry)
+        _write(plan, disk, name, files, new_sources, entry)
     if conflicts:
         raise OutputConflict(conflicts)
+    plan.unwanted = [n for n in files if n not in plan.write and files.spooled(n) is not None]
     for name, entry in sorted(recorded.items()):
         if name in files:
             continue
@@ -142,14 +148,19 @@ def plan_output(
 
 
 def _write(
-    plan: Plan, disk: _Disk, name: str, text: str, sources: tuple[str, ...], entry: Entry | None
+    plan: Plan,
+    disk: _Disk,
+    name: str,
+    files: FileSet,
+    sources: tuple[str, ...],
+    entry: Entry | None,
 ) -> None:
-    """``name`` to be written with ``text``; noted unchanged when the folder holds it already
+    """``name`` of ``files`` to be written; noted unchanged when the folder holds it already
     (the manifest's digest says so first, the file itself confirms: it may have been edited)."""
-    plan.write[name] = text
-    plan.entries[name] = Entry(digest(text.encode("utf-8")), sources)
+    plan.write.take(files, name)
+    plan.entries[name] = Entry(files.digest(name), sources)
     same = entry is not None and entry.sha256 == plan.entries[name].sha256
-    if same and disk.content(name) == text.encode("utf-8"):
+    if same and disk.content(name) == plan.write.data(name):
         plan.unchanged.add(name)
 
 
@@ -187,8 +198,8 @@ def _remove(plan: Plan, disk: _Disk, name: str) -> None:
         plan.notes.append(f"{name} is no longer what rulegen wrote; left as it is, not tracked")
 
 
-def _writable(disk: _Disk, name: str, text: str) -> str | None:
-    """Why rulegen may not write ``name`` (``None`` when it may)."""
+def _writable(disk: _Disk, name: str, files: FileSet) -> str | None:
+    """Why rulegen may not write ``name`` of ``files`` (``None`` when it may)."""
     parts = name.split("/")
     for depth in range(1, len(parts)):
         parent = "/".join(parts[:depth])
@@ -208,7 +219,7 @@ def _writable(disk: _Disk, name: str, text: str) -> str | None:
             "(move it or choose another --out)"
         )
     data = read_bytes(disk.folder / name)
-    if data == text.encode("utf-8") or disk.generated_here(name, data):
+    if data == files.data(name) or disk.generated_here(name, data):
         return None
     if disk.recorded is not None and name in disk.recorded:
         return (

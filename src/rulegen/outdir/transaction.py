@@ -26,6 +26,7 @@ import ctypes
 import errno
 import json
 import os
+import posixpath
 import shutil
 import stat
 import sys
@@ -38,6 +39,7 @@ from rulegen.core.locks import exclusive
 from rulegen.errors import UsageError
 from rulegen.outdir.manifest import MANIFEST, header_sources, read_manifest, safe_relative
 from rulegen.outdir.plan import STAGING_MARK, Plan
+from rulegen.output import write_output
 
 JOURNAL = ".rulegen-journal.json"
 # In a staging folder until its files are all written: a leftover that has it holds nothing
@@ -108,18 +110,17 @@ def recover(target: Path, shown: str) -> list[str]:
     return notes
 
 
-def commit(plan: Plan, check: Check | None = None) -> None:
+def commit(plan: Plan, check: Check | None = None, prepared: Staging | None = None) -> None:
     """Write ``plan`` to its folder, or change nothing: ``check`` (promtool) runs on the
-    assembled files first and may raise. Call inside ``locked``."""
+    assembled files first and may raise. Call inside ``locked``; ``prepared``: the staging
+    folder ``stage`` made (it holds files the build wrote), else a new one."""
     target = _real(plan.folder)
     exists = target.is_dir()
-    staging, beside = _staging(target, exists)
+    staging, beside = prepared or stage(target)
     # what the staging path holds: new files, then (after an exchange) the old folder, or
     # a committed journal that only ``_apply_journal`` (now or at the next build) may remove
     holds_journal = False
     try:
-        (staging / UNFINISHED).touch()
-        _step("staging created")
         _write(staging, plan, target if exists else None)
         _step("files written")
         if check is not None:
@@ -142,6 +143,19 @@ def commit(plan: Plan, check: Check | None = None) -> None:
         if not holds_journal:
             shutil.rmtree(staging, ignore_errors=True)
     _step("cleaned")
+
+
+# A staging folder, and whether it is beside the output folder (so the two can be swapped).
+Staging = tuple[Path, bool]
+
+
+def stage(folder: Path) -> Staging:
+    """A new staging folder for ``folder``, marked unfinished (call inside ``locked``)."""
+    target = _real(folder)
+    staging, beside = _staging(target, target.is_dir())
+    (staging / UNFINISHED).touch()
+    _step("staging created")
+    return staging, beside
 
 
 def _staging(target: Path, exists: bool) -> tuple[Path, bool]:
@@ -169,12 +183,18 @@ def _exchanged(staging: Path, target: Path, plan: Plan) -> bool:
 
 
 def _write(staging: Path, plan: Plan, target: Path | None) -> None:
-    """The generated files and the manifest, in the folder's permissions."""
+    """The generated files and the manifest, in the folder's permissions (each file's bytes
+    decompressed from the plan as it is written: a fleet's output is hundreds of MB); those
+    the build's workers wrote into the staging folder itself are there already."""
     staging.chmod(stat.S_IMODE(target.stat().st_mode) if target else _default_mode())
-    for name, text in plan.write.items():
+    for folder in sorted({posixpath.dirname(name) for name in plan.write} - {""}):
+        (staging / folder).mkdir(parents=True, exist_ok=True)
+    for name in plan.unwanted:  # written by a worker, but the plan keeps the file there
+        (staging / name).unlink(missing_ok=True)
+    for name in plan.write:
         path = staging / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        if plan.write.spooled(name) != path:  # (a worker wrote it there already)
+            write_output(path, plan.write.data(name))
     (staging / MANIFEST).write_text(plan.manifest(), encoding="utf-8")
 
 

@@ -19,6 +19,7 @@ from grafana_foundation_sdk.models import dashboard as models
 
 from rulegen.core import promql
 from rulegen.dashboard.model import Dashboard, Panel
+from rulegen.output import dump_json, json_text
 from rulegen.render.prometheus import condition_promql
 
 DATASOURCE = models.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -28,7 +29,22 @@ PROVIDER_PATH = "/var/lib/grafana/dashboards/rulegen"
 
 
 def dashboard_json(board: Dashboard) -> dict[str, Any]:
-    """The dashboard as Grafana's JSON model (a plain dict, for the one JSON writer)."""
+    """The dashboard as Grafana's JSON model (a plain dict)."""
+    data = plain_json(_built(board))
+    assert isinstance(data, dict)
+    return data
+
+
+def dashboard_text(board: Dashboard) -> str:
+    """The dashboard's file: ``dump_json(dashboard_json(board))``, written from the SDK's
+    objects as they are (no plain copy first: a fleet writes thousands)."""
+    built = _built(board)
+    text = json_text(built, _sdk_value)
+    return text if text is not None else dump_json(plain_json(built))
+
+
+def _built(board: Dashboard) -> Any:
+    """The SDK's dashboard object."""
     builder = (
         dashboards.Dashboard(board.title)
         .uid(board.uid)
@@ -60,8 +76,58 @@ def dashboard_json(board: Dashboard) -> dict[str, Any]:
         for panel in row.panels:
             builder = builder.with_panel(_panel(panel, next_id))
             next_id += 1
-    data: dict[str, Any] = json.loads(json.dumps(builder.build(), cls=JSONEncoder))
-    return data
+    return builder.build()
+
+
+def plain_json(value: Any) -> Any:
+    """``json.loads(json.dumps(value, cls=JSONEncoder))`` without the text in between: the
+    SDK's objects (each ``to_json()``), subclasses of ``str``, ``int`` and ``float`` (enums)
+    as plain values, tuples as lists, keys as JSON makes them, in the order of the C encoder's
+    checks. Why: the round trip costs more than building the dashboard (a fleet's thousands).
+    """
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, list | tuple):
+        return [plain_json(item) for item in value]
+    if isinstance(value, dict):
+        return {_json_key(key): plain_json(item) for key, item in value.items()}
+    return plain_json(_ENCODER.default(value))
+
+
+def _sdk_value(value: Any) -> Any:
+    """One value of the SDK's data as ``plain_json`` takes it, one level deep (for
+    ``json_text``, which walks the result)."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return _ENCODER.default(value)
+
+
+_ENCODER = JSONEncoder()
+
+
+def _json_key(key: Any) -> str:
+    """A mapping key as ``json.dumps`` writes it (``TypeError`` for one it refuses)."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is True or key is False or key is None:
+        return json.dumps(key)
+    if isinstance(key, int | float):
+        return json.dumps(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
 def _filter(service: str, name: str) -> dashboards.QueryVariable:

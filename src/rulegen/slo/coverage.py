@@ -42,6 +42,29 @@ def term_counts(
     result was empty holds a stale marker, and a read finds nothing.
     """
     ran = evaluated if evaluated is not None else (True,) * len(scraped)
+    key = (tuple(plan.items()), window, scraped, step, ran, left_open, grain, metricsql)
+    found = _COUNTS.get(key)
+    if found is None:
+        if len(_COUNTS) >= _MAX_COUNTS:
+            _COUNTS.clear()
+        found = _COUNTS[key] = _counts(plan, window, scraped, step, ran, left_open, grain,
+                                       metricsql)  # fmt: skip
+    return {w: list(series) for w, series in found.items()}  # the caller's own lists
+
+
+# Why cached: every SLO of a fleet with the same windows, interval and Prometheus version
+# models the same scrape gap (``slo.testgen``), and the model reads each term at each of
+# thousands of instants. The key is every argument; the service and the SLO's names are
+# not among them.
+_COUNTS: dict[tuple[object, ...], dict[Decimal, tuple[int | None, ...]]] = {}
+_MAX_COUNTS = 256
+
+
+def _counts(
+    plan: dict[Decimal, tuple[Term, ...]], window: Decimal, scraped: tuple[bool, ...],
+    step: Decimal, ran: tuple[bool, ...], left_open: bool, grain: int, metricsql: bool,
+) -> dict[Decimal, tuple[int | None, ...]]:  # fmt: skip
+    """``term_counts`` computed (each series a tuple, so the cache cannot be changed)."""
     chain = chain_of(plan, window)
     base = chain[0]
     reach = int(base / step)
@@ -58,7 +81,7 @@ def term_counts(
             _sum(counts, plan[w], k, step, ran, left_open or metricsql) if ran[k] else None
             for k in range(len(scraped))
         ]
-    return counts
+    return {w: tuple(series) for w, series in counts.items()}
 
 
 def _ranged(scraped: tuple[bool, ...], reach: int) -> list[bool]:

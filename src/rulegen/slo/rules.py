@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 from rulegen import gotemplate, units
 from rulegen.core import promql
@@ -63,7 +64,12 @@ def window_name(seconds: Decimal) -> str:
 
 def own_selector(slo: ResolvedSLO, metric: str) -> str:
     """A selector of this SLO's own recording (its service and slo labels)."""
-    return f"{metric}{{service={promql.quote(slo.service)}, slo={promql.quote(slo.name)}}}"
+    return f"{metric}{{{_own_matchers(slo.service, slo.name)}}}"
+
+
+@lru_cache(maxsize=256)  # an SLO's rules read its own recordings hundreds of times
+def _own_matchers(service: str, name: str) -> str:
+    return f"service={promql.quote(service)}, slo={promql.quote(name)}"
 
 
 def current_window(slo: ResolvedSLO) -> Decimal:

@@ -17,6 +17,7 @@ from rulegen.core.nativeseries import Layout, exponential_index
 from rulegen.core.nativeseries import expanding as native_expanding
 from rulegen.generated import InputSeries
 from rulegen.slo.model import (
+    SLI,
     GoodputSLI,
     GoodRatioSLI,
     LatencySLI,
@@ -62,95 +63,13 @@ class SeriesMaker:
         A goodput SLI's histograms share the total; ``bads`` gives each one's cumulative
         slow events (default ``goodput_split``: the errors spread over the histograms, no
         request slow in two, so the SLI's lower bound is the traffic's exact errors)."""
-        sli = self.slo.sli
-        if isinstance(sli, GoodputSLI):
-            split = bads or goodput_split(traffic.errors, len(sli.latencies))
-            out: list[InputSeries] = []
-            for one, bad in zip(sli.latencies, split, strict=True):
-                part = Traffic(traffic.step, traffic.total, bad, traffic.grain)
-                out.extend(self._histogram(one, part, gap))
-            return tuple(out)
-        if isinstance(sli, LatencySLI):
-            return self._histogram(sli, traffic, gap)
-        return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in self._series(traffic))
-
-    def _histogram(self, sli: LatencySLI, traffic: Traffic, gap: range) -> tuple[InputSeries, ...]:
-        if sli.native:
-            return (self._native(sli, traffic, gap),)
-        labels = _satisfy(sli.matchers, dict(self.group))
-        good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
-        bound = promql.go_float(float(sli.threshold))
-        made = (
-            _input(f"{sli.metric}_bucket", {**labels, "le": bound}, good),
-            _input(f"{sli.metric}_bucket", {**labels, "le": "+Inf"}, traffic.total),
-            _input(f"{sli.metric}_count", labels, traffic.total),
-        )
-        return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in made)
-
-    def _native(self, sli: LatencySLI, traffic: Traffic, gap: range) -> InputSeries:
-        """One native histogram series: the good events in a bucket at or below the
-        threshold, the others in one above it (``rulegen.core.nativeseries``)."""
-        layout, good, bad = native_layout(sli)
-        samples: list[tuple[Decimal, ...] | None] = []
-        for index, (total, errors) in enumerate(zip(traffic.total, traffic.errors, strict=True)):
-            if index in gap:
-                samples.append(None)
-                continue
-            counts = [Decimal(0)] * layout.size
-            counts[good], counts[bad] = Decimal(total - errors), Decimal(errors)
-            samples.append(tuple(counts))
-        labels = _satisfy(sli.matchers, dict(self.group))
-        return InputSeries(_selector(sli.metric, labels), native_expanding(layout, samples))
-
-    def _series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
-        sli = self.slo.sli
-        good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
-        if isinstance(sli, GoodRatioSLI):
-            return self._good_ratio(sli, traffic, good)
-        assert isinstance(sli, RatioSLI)
-        return self._ratio(sli, traffic, good)
-
-    def _good_ratio(
-        self, sli: GoodRatioSLI, traffic: Traffic, good: tuple[int, ...]
-    ) -> tuple[InputSeries, ...]:
-        """The good counter and the total one: of one metric, a good series and one of
-        errors (the total's series are both); of two, one series each, the good one with the
-        labels both selectors accept (it counts a subset of the total's events)."""
-        if sli.good.metric == sli.total.metric:
-            fine = _satisfy((*sli.good.matchers, *sli.total.matchers), dict(self.group))
-            bad = promql.refused(sli.good.matchers, sli.total.matchers, fine)
-            if bad is None:
-                raise SLOTestError(
-                    "no label value that the total selector accepts and good refuses"
-                )
-            return (
-                _input(sli.good.metric, fine, good),
-                _input(sli.total.metric, bad, traffic.errors),
-            )
-        total_labels = _satisfy(sli.total.matchers, dict(self.group))
-        good_labels = _satisfy(sli.good.matchers, dict(total_labels))
-        return (
-            _input(sli.total.metric, total_labels, traffic.total),
-            _input(sli.good.metric, good_labels, good),
-        )
-
-    def _ratio(
-        self, sli: RatioSLI, traffic: Traffic, good: tuple[int, ...]
-    ) -> tuple[InputSeries, ...]:
-        bad = _satisfy((*sli.errors.matchers, *sli.total.matchers), dict(self.group))
-        if sli.errors.metric == sli.total.metric:
-            if not all(promql.accepts(m, bad.get(m.name, "")) for m in sli.total.matchers):
-                raise SLOTestError("no series matches both the errors and the total selector")
-            ok = _good_labels(sli, bad)
-            return (
-                _input(sli.total.metric, ok, good),
-                _input(sli.errors.metric, bad, traffic.errors),
-            )
-        total_labels = _satisfy(sli.total.matchers, dict(self.group))
-        return (
-            _input(sli.total.metric, total_labels, traffic.total),
-            _input(sli.errors.metric, bad, traffic.errors),
-        )
+        key = (repr(self.slo.sli), tuple(self.group.items()), traffic, gap, bads)
+        found = _MADE.get(key)
+        if found is None:
+            if len(_MADE) >= _MAX_MADE:
+                _MADE.clear()
+            found = _MADE[key] = _Maker(self.slo.sli, self.group).series(traffic, gap, bads)
+        return found
 
     def alert_labels(self, alert: SLOAlert, state: str) -> str:
         """The ``ALERTS`` series of this SLO's alert in ``state``."""
@@ -205,6 +124,114 @@ class SeriesMaker:
     def own_labels(self) -> str:
         """The label set of this SLO's recordings (an arithmetic result drops the name)."""
         return _selector("", {"service": self.slo.service, "slo": self.slo.name, **self.group})
+
+
+# ``SeriesMaker.series`` by everything it reads (the SLI by its repr: ``0.5`` and ``0.50``
+# are equal but print differently): a fleet's SLOs share their SLIs and scenarios.
+_MADE: dict[tuple[object, ...], tuple[InputSeries, ...]] = {}
+_MAX_MADE = 512
+
+
+class _Maker:
+    """``SeriesMaker.series`` of one SLI and group: what it reads is all it is given (the
+    SLI and the group's label values), so its result can be shared by every SLO with them."""
+
+    def __init__(self, sli: SLI, group: Mapping[str, str]) -> None:
+        self.sli = sli
+        self.group = dict(group)
+
+    def series(
+        self, traffic: Traffic, gap: range, bads: tuple[tuple[int, ...], ...]
+    ) -> tuple[InputSeries, ...]:
+        sli = self.sli
+        if isinstance(sli, GoodputSLI):
+            split = bads or goodput_split(traffic.errors, len(sli.latencies))
+            out: list[InputSeries] = []
+            for one, bad in zip(sli.latencies, split, strict=True):
+                part = Traffic(traffic.step, traffic.total, bad, traffic.grain)
+                out.extend(self._histogram(one, part, gap))
+            return tuple(out)
+        if isinstance(sli, LatencySLI):
+            return self._histogram(sli, traffic, gap)
+        return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in self._series(traffic))
+
+    def _histogram(self, sli: LatencySLI, traffic: Traffic, gap: range) -> tuple[InputSeries, ...]:
+        if sli.native:
+            return (self._native(sli, traffic, gap),)
+        labels = _satisfy(sli.matchers, dict(self.group))
+        good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
+        bound = promql.go_float(float(sli.threshold))
+        made = (
+            _input(f"{sli.metric}_bucket", {**labels, "le": bound}, good),
+            _input(f"{sli.metric}_bucket", {**labels, "le": "+Inf"}, traffic.total),
+            _input(f"{sli.metric}_count", labels, traffic.total),
+        )
+        return tuple(InputSeries(s.series, _blank(s.values, gap)) for s in made)
+
+    def _native(self, sli: LatencySLI, traffic: Traffic, gap: range) -> InputSeries:
+        """One native histogram series: the good events in a bucket at or below the
+        threshold, the others in one above it (``rulegen.core.nativeseries``)."""
+        layout, good, bad = native_layout(sli)
+        samples: list[tuple[Decimal, ...] | None] = []
+        for index, (total, errors) in enumerate(zip(traffic.total, traffic.errors, strict=True)):
+            if index in gap:
+                samples.append(None)
+                continue
+            counts = [Decimal(0)] * layout.size
+            counts[good], counts[bad] = Decimal(total - errors), Decimal(errors)
+            samples.append(tuple(counts))
+        labels = _satisfy(sli.matchers, dict(self.group))
+        return InputSeries(_selector(sli.metric, labels), native_expanding(layout, samples))
+
+    def _series(self, traffic: Traffic) -> tuple[InputSeries, ...]:
+        sli = self.sli
+        good = tuple(t - e for t, e in zip(traffic.total, traffic.errors, strict=True))
+        if isinstance(sli, GoodRatioSLI):
+            return self._good_ratio(sli, traffic, good)
+        assert isinstance(sli, RatioSLI)
+        return self._ratio(sli, traffic, good)
+
+    def _good_ratio(
+        self, sli: GoodRatioSLI, traffic: Traffic, good: tuple[int, ...]
+    ) -> tuple[InputSeries, ...]:
+        """The good counter and the total one: of one metric, a good series and one of
+        errors (the total's series are both); of two, one series each, the good one with the
+        labels both selectors accept (it counts a subset of the total's events)."""
+        if sli.good.metric == sli.total.metric:
+            fine = _satisfy((*sli.good.matchers, *sli.total.matchers), dict(self.group))
+            bad = promql.refused(sli.good.matchers, sli.total.matchers, fine)
+            if bad is None:
+                raise SLOTestError(
+                    "no label value that the total selector accepts and good refuses"
+                )
+            return (
+                _input(sli.good.metric, fine, good),
+                _input(sli.total.metric, bad, traffic.errors),
+            )
+        total_labels = _satisfy(sli.total.matchers, dict(self.group))
+        good_labels = _satisfy(sli.good.matchers, dict(total_labels))
+        return (
+            _input(sli.total.metric, total_labels, traffic.total),
+            _input(sli.good.metric, good_labels, good),
+        )
+
+    def _ratio(
+        self, sli: RatioSLI, traffic: Traffic, good: tuple[int, ...]
+    ) -> tuple[InputSeries, ...]:
+        bad = _satisfy((*sli.errors.matchers, *sli.total.matchers), dict(self.group))
+        if sli.errors.metric == sli.total.metric:
+            if not all(promql.accepts(m, bad.get(m.name, "")) for m in sli.total.matchers):
+                raise SLOTestError("no series matches both the errors and the total selector")
+            ok = _good_labels(sli, bad)
+            return (
+                _input(sli.total.metric, ok, good),
+                _input(sli.errors.metric, bad, traffic.errors),
+            )
+        total_labels = _satisfy(sli.total.matchers, dict(self.group))
+        return (
+            _input(sli.total.metric, total_labels, traffic.total),
+            _input(sli.errors.metric, bad, traffic.errors),
+        )
 
 
 def absent_result_labels(matchers: tuple[promql.Matcher, ...]) -> dict[str, str]:

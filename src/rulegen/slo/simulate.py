@@ -207,4 +207,10 @@ def _timeline(
 def onset(slo: ResolvedSLO, tier: Tier, traffic: Traffic, after: Decimal) -> Decimal | None:
     """The first evaluation after ``after`` at which the tier's condition holds."""
     holds = holds_series(slo, tier, traffic)
-    return next((t for i, t in enumerate(evaluations(traffic)) if t > after and holds[i]), None)
+    # evaluation ``i`` is at ``step * i`` (exact decimals): the first after ``after`` is the
+    # next whole multiple, and from there the first that holds (searched in C)
+    first = int(after // traffic.step) + 1 if after >= 0 else 0
+    try:
+        return evaluations(traffic)[holds.index(True, first)]
+    except ValueError:
+        return None

@@ -33,9 +33,9 @@ from rulegen.source.loader import (
     Positions,
     decode_source,
     display,
-    load_file,
     load_text,
     read_capped,
+    read_raw,
 )
 
 __all__ = [
@@ -151,7 +151,7 @@ def _load_chain(
             names = " -> ".join([*(name for _, name in seen), display(target)])
             return [here.diag(("extends",), f"a cycle of defaults files: {names}")]
         try:
-            loaded = load_file(target, display(target))
+            loaded = _load_defaults(target)
         except LoadError as exc:
             return [exc.diagnostic]
         problems = _check_defaults(loaded, vocabulary)
@@ -164,6 +164,26 @@ def _load_chain(
         seen.append((real, loaded.positions.file))
         current, folder = loaded, target.parent
     return []
+
+
+def _load_defaults(target: Path) -> LoadedDocument:
+    """``load_file`` of a defaults file, parsed once for the same name and bytes: every spec
+    of a fleet extends the same file (what is parsed is only read, never changed: ``_wrap``
+    copies it)."""
+    name = display(target)
+    raw = read_raw(target, name)
+    key = (name, raw)
+    found = _PARSED.get(key)
+    if found is None:
+        found = load_text(decode_source(raw, name), name)
+        found.raw = raw
+        if len(_PARSED) >= 64:
+            _PARSED.clear()
+        _PARSED[key] = found
+    return found
+
+
+_PARSED: dict[tuple[str, bytes], LoadedDocument] = {}
 
 
 def _real(path: Path) -> str:
