@@ -105,9 +105,11 @@ test-faults: install tools ## rulegen repair killed, answered 500 and cut off at
 	$(BOOKWORM) $(BIN)/pytest -q -m faults $(FAULT_TESTS)
 
 # The SLO files' mutation suite on vmalert-tool (tests/targets/test_vmalert_tool_slo_mutations.py,
-# about 3 minutes of two vmalert-tool processes): apart from `make test` for its 15 minutes; CI
-# runs it. vmalert-tool ships from VictoriaMetrics 1.95, so only the 3.5 LTS stack has it.
-LONG_TESTS := tests/targets/test_vmalert_tool_slo_mutations.py tests/cli/test_pre_commit.py
+# about 3 minutes of two vmalert-tool processes) and the example's SLO history file on it (a
+# minute or two of one vmalert-tool, tests/targets/test_vmalert_slo_tests.py): apart from
+# `make test` for its 15 minutes; CI runs it. vmalert-tool ships from VictoriaMetrics 1.95, so only the 3.5 LTS stack has it.
+LONG_TESTS := tests/targets/test_vmalert_tool_slo_mutations.py tests/cli/test_pre_commit.py \
+  tests/targets/test_vmalert_slo_tests.py
 
 test-long: install tools ## the SLO vmalert-tool mutation suite and pre-commit on an init'd repository (minutes of CPU), 3.5 LTS stack
 	$(CURRENT) $(BIN)/pytest -q -m long $(LONG_TESTS)

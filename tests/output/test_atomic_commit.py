@@ -259,11 +259,17 @@ def test_random_kills_leave_the_old_or_the_new_tree(trees: Trees, tmp_path: Path
     window = _commit_window(_fresh(old, tmp_path, "timing"))
     chance = random.Random(1303)
     seen = set()
-    for attempt in range(50):
+    attempt = 0
+    # 50 kills, then (a loaded machine builds slower than the timing run did) later and later
+    # kills until one also lands after the commit
+    while attempt < 50 or ("new" not in seen and attempt < 80):
         folder = _fresh(old, tmp_path, f"kill{attempt}")
         # half the kills anywhere in the build, half inside the commit itself
         start, end = (0.0, window[1]) if attempt % 2 else window
+        if attempt >= 50:
+            start, end = window[1], window[1] * (1 + (attempt - 49) / 4)
         delay = chance.uniform(start, end * 1.1)
+        attempt += 1
         pid = _fork_build(folder)
         time.sleep(delay)
         os.kill(pid, signal.SIGKILL)

@@ -10,8 +10,8 @@ labels and annotation text with odd but legal characters (quotes, backslashes, `
 line breaks, non-ASCII letters, placeholders); a host label; some SLOs (ratio and latency,
 objectives, windows, tiers' switches, ``min_traffic``, ``for``) and diagnoses. Each is built
 in-process into its own folder, then the real ``promtool test rules`` runs every written test
-file from the output folder (``cd out && promtool test rules tests/X.yml``, two files at once)
-and each must pass.
+file from the output folder as ``rulegen build`` runs it (cut into units, two at once), and
+each must pass.
 
 A rejected spec must be one-line spec errors, and for a drawn spec only the generator's
 documented refusals ("cannot generate a test …: move the threshold slightly").
@@ -30,8 +30,6 @@ import contextlib
 import io
 import re
 import shutil
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,8 @@ from hypothesis import strategies as st
 
 from rulegen.catalog import SignalDef, load_catalog
 from rulegen.cli import run
+from rulegen.pipeline.promtool_runs import run_test_files
+from rulegen.progress import Silent
 
 pytestmark = [
     pytest.mark.slow,
@@ -348,23 +348,13 @@ def build_and_test(spec: dict[str, Any] | str, folder: Path) -> tuple[int, str]:
     if not tests:  # what promtool says when given no file: a build must write tests
         return code, "promtool: error: required argument 'test-rule-file' not provided"
 
-    def test(name: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["promtool", "test", "rules", name],
-            cwd=out,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=900,
-        )
-
-    # One promtool per file, two at once, the largest first (an SLO's history file takes
-    # seconds): the same verdict as one ``promtool test rules`` on them all, on both cores.
-    tests.sort(key=lambda name: -(out / name).stat().st_size)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        procs = list(pool.map(test, tests))
-    failed = [proc.stdout + proc.stderr for proc in procs if proc.returncode != 0]
-    return code, "".join(failed)
+    # Run as ``rulegen build`` runs them: each file cut into units (a case, or part of one,
+    # against the rules it can observe: docs/testing.md), two at once, the longest first.
+    report = run_test_files(
+        out, tests, None, {}, lambda name: float((out / name).stat().st_size), 2, Silent(), "test"
+    )
+    failed = [f"{f.file}:\n" + "\n".join(f.lines) + "\n" for f in report.failures]
+    return code, "".join([*failed, *(f"{name}: no report\n" for name in report.silent)])
 
 
 # What the test found (shrunk by hand), and the cases the issue named. The generator now

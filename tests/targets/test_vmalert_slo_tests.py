@@ -257,6 +257,7 @@ def test_rules_longer_than_vmalert_tool_evaluates_leave_the_files_unrun(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.long  # `make test-long` (CI), beside the vmalert-tool SLO suite: minutes of CPU
 @NEEDS_VMALERT_TOOL
 def test_the_example_slo_history_file_passes_vmalert_tool(tmp_path: Path) -> None:
     """The example's 30-day ratio SLO's history file for vmalert (its late rules' checks left
