@@ -323,7 +323,7 @@ def test_svg_is_deterministic_and_marked_as_rulegen_s(tmp_path: Path) -> None:
 def test_png_is_1200_px_wide(tmp_path: Path) -> None:
     """The PNG's signature and IHDR: 1200 px wide, taller with more timeline rows."""
     sizes = []
-    for disks in (DISKS[:1], DISKS):
+    for disks in (DISKS[2:3], DISKS[:1], DISKS):  # no row, one row, two rows
         path = tmp_path / "a.png"
         plot.write(path, backtest_picture(disk_report(disks)), "png")
         data = path.read_bytes()
@@ -331,8 +331,9 @@ def test_png_is_1200_px_wide(tmp_path: Path) -> None:
         assert data[12:16] == b"IHDR"
         sizes.append(struct.unpack(">II", data[16:24]))
         assert plot.written_by_rulegen(path)
-    assert sizes[0][0] == sizes[1][0] == 1200
-    assert 500 <= sizes[0][1] < sizes[1][1]
+    assert [width for width, _ in sizes] == [1200] * 3
+    assert sizes[0][1] == sizes[1][1] == 500
+    assert sizes[2][1] > 500
 
 
 def test_write_plots_in_either_format(tmp_path: Path) -> None:
@@ -340,3 +341,11 @@ def test_write_plots_in_either_format(tmp_path: Path) -> None:
     assert write_plots([report], tmp_path, "svg") == [tmp_path / "DiskAwaitHigh.svg"]
     assert write_plots([report], tmp_path) == [tmp_path / "DiskAwaitHigh.png"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["DiskAwaitHigh.png", "DiskAwaitHigh.svg"]
+
+
+def test_series_are_ordered_by_the_numbers_in_their_labels() -> None:
+    keys: list[Labels] = [(("instance", f"gpu-node-{n}:9100"),) for n in (15, 3, 100, 21)]
+    shown, _ = choose(keys, {}, {})
+    assert [dict(k)["instance"] for k in shown] == [
+        "gpu-node-3:9100", "gpu-node-15:9100", "gpu-node-21:9100", "gpu-node-100:9100",
+    ]  # fmt: skip

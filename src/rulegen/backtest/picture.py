@@ -10,6 +10,7 @@ parts. Times are Unix ms; values are already in the axis's unit (``Scale``).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -354,13 +355,24 @@ def choose(
     ``limit``; past it, those that fired (the longest first, at most ``MAX_FIRED``) and the
     highest peaks of the rest up to ``limit``."""
     if len(keys) <= limit:
-        return sorted(keys), 0
-    fired = sorted((k for k in keys if firing_ms.get(k)), key=lambda k: (-firing_ms[k], k))
+        return sorted(keys, key=natural), 0
+    fired = sorted((k for k in keys if firing_ms.get(k)),
+                   key=lambda k: (-firing_ms[k], natural(k)))  # fmt: skip
     chosen = fired[:MAX_FIRED]
     rest = sorted((k for k in keys if not firing_ms.get(k)),
-                  key=lambda k: (-peaks.get(k, -math.inf), k))  # fmt: skip
+                  key=lambda k: (-peaks.get(k, -math.inf), natural(k)))  # fmt: skip
     chosen += rest[: max(0, limit - len(chosen))]
-    return sorted(chosen), len(keys) - len(chosen)
+    return sorted(chosen, key=natural), len(keys) - len(chosen)
+
+
+def natural(labels: Labels) -> tuple[tuple[str, tuple[str | int, ...]], ...]:
+    """A label set's sort key with the numbers in its values compared as numbers
+    (``gpu-node-3`` before ``gpu-node-15``)."""
+    return tuple(
+        (name, tuple(int(part) if index % 2 else part
+                     for index, part in enumerate(re.split(r"([0-9]+)", value))))
+        for name, value in labels
+    )  # fmt: skip
 
 
 def left_out_note(count: int) -> str:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 WIDTH, DPI = 1200, 100
 # Heights in px: the title and subtitle, the lines, a timeline row, the budget panel.
 HEADER, MAIN, ROW, BUDGET, BOTTOM, GAP = 86, 300, 22, 130, 46, 34
+MIN_HEIGHT = 500
 LEFT, RIGHT = 74, 300  # px: the y tick labels; the legend and row names on the right
 STYLES = ("-", "--", ":", "-.")
 FIRING = "tab:red"
@@ -89,11 +90,20 @@ def written_by_rulegen(path: Path) -> bool:
 # --- layout ----------------------------------------------------------------------------------
 
 
+def _main_height(picture: Picture) -> int:
+    """The lines' panel: ``MAIN`` px, taller when there is no timeline below it (the
+    picture is never less than ``MIN_HEIGHT`` px tall)."""
+    rows = len(picture.rows)
+    timeline = (rows * ROW + 12 + GAP) if rows else 0
+    budget = (BUDGET + GAP) if picture.budget else 0
+    return max(MAIN, MIN_HEIGHT - HEADER - timeline - budget - BOTTOM)
+
+
 def _height(picture: Picture) -> int:
     rows = len(picture.rows)
     timeline = (rows * ROW + 12 + GAP) if rows else 0
     budget = (BUDGET + GAP) if picture.budget else 0
-    return HEADER + MAIN + timeline + budget + BOTTOM
+    return HEADER + _main_height(picture) + timeline + budget + BOTTOM
 
 
 def draw(picture: Picture) -> Figure:
@@ -115,11 +125,12 @@ def draw(picture: Picture) -> Figure:
                 va="top", ha="left", gid="title")  # fmt: skip
     figure.text(LEFT / WIDTH, 1 - 40 / height, picture.subtitle, fontsize=8.5, va="top",
                 ha="left", color="#444444", linespacing=1.5, gid="subtitle")  # fmt: skip
-    main = figure.add_axes(box(HEADER, MAIN))
+    main_px = _main_height(picture)
+    main = figure.add_axes(box(HEADER, main_px))
     main.patch.set_gid("lines-axes")
     stack = [main]
     _lines(main, picture, palette)
-    top = HEADER + MAIN + GAP
+    top = HEADER + main_px + GAP
     if picture.rows:
         timeline = figure.add_axes(box(top, len(picture.rows) * ROW + 12), sharex=main)
         timeline.patch.set_gid("timeline-axes")
