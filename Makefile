@@ -64,7 +64,7 @@ define run_shards
 	exit $$status
 endef
 
-.PHONY: help install tools build check test test-current test-bookworm test-faults test-long test-fast lint fmt typecheck update-golden check-rules schema ci
+.PHONY: help install tools build check test test-current test-bookworm test-faults test-long test-fast lint fmt typecheck update-golden check-rules schema pictures ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -135,6 +135,12 @@ update-golden: install ## rewrite tests/golden/*/expected from the current outpu
 check-rules: tools ## promtool check + test on the committed rules/ (the 3.5 LTS promtool)
 	$(STACK_BIN)/promtool check rules rules/prometheus/*.yml
 	cd rules && $(STACK_BIN)/promtool test rules tests/*.yml
+
+# The example pictures of docs/backtest.md and docs/diff.md: their documented commands run on a
+# real Prometheus this target starts on a synthetic history (tests/support/pictures.py); the
+# slow tests that run the same commands check the committed pictures' text against theirs.
+pictures: install tools ## make docs/img/*.svg again (the docs' example pictures, 3.5 LTS stack)
+	$(CURRENT) $(BIN)/python tests/support/pictures.py docs/img
 
 schema: install ## regenerate schema/*.schema.json (spec, routing and defaults files)
 	@mkdir -p schema

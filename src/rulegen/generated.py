@@ -178,7 +178,9 @@ class AlertRule:
     """An alerting rule; labels and annotations are final (Go-template safe) strings.
 
     ``for_seconds`` is exact (0: no ``for``); the renderer writes it as ``5m``, and
-    ``keep_firing_for_seconds`` likewise (0: none, not written).
+    ``keep_firing_for_seconds`` likewise (0: none, not written). ``subject`` is what the
+    alert watches in the spec's words (``await`` for the signal ``disk_await``, ``page burn
+    rate`` for an SLO's page): a backtest picture's title; no renderer writes it.
     """
 
     alert: str
@@ -188,6 +190,7 @@ class AlertRule:
     annotations: tuple[tuple[str, str], ...]
     origin: Origin
     keep_firing_for_seconds: Decimal = Decimal(0)
+    subject: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import os
-import struct
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from support.prometheus import free_port
 from rulegen.backtest import plot
 from rulegen.backtest.command import ProgressBar, parse_time
 from rulegen.backtest.query import chunks, grid, selectors
-from rulegen.backtest.replay import Labels
 from rulegen.backtest.report import rfc3339, write_plots
 from rulegen.backtest.session import alert_labels, query_times
 from rulegen.backtest.targets import Report, Target
@@ -83,6 +81,11 @@ BAD_ARGS = [
      "16, got 'many'"),
     ("unknown --alert", ["--from", "0", "--to", "60", "--alert", "Nope"],
      "rulegen: error: --alert Nope: no such alert in the specs (alerts: RequestQueueBacklog)"),
+    ("--plot-format alone", ["--from", "0", "--to", "60", "--plot-format", "svg"],
+     "rulegen: error: --plot-format svg needs --plot DIR"),
+    ("--plot-format pdf", ["--from", "0", "--to", "60", "--plot", "p", "--plot-format", "pdf"],
+     "rulegen: error: backtest: argument --plot-format: invalid choice: 'pdf' (choose from "
+     "'png', 'svg')"),
 ]  # fmt: skip
 
 
@@ -227,20 +230,6 @@ def test_progress_bar() -> None:
     assert stream.getvalue() == (
         "\rbacktest [##......] 1/4 queries\rbacktest [####....] 2/4 queries\n"
     )
-
-
-def test_png_is_1200_by_500(tmp_path: Path) -> None:
-    """Without a server: the PNG's signature and IHDR size, gaps and shading included."""
-    times = list(range(0, 3_600_000, 15_000))
-    series: dict[Labels, dict[int, float]] = {
-        (("instance", "a"),): {t: t / 1000 % 300 for t in times if t % 600_000}
-    }
-    path = tmp_path / "a.png"
-    plot.write_png(path, "A", series, times, 200.0, [(60_000, 120_000)])
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert data[12:16] == b"IHDR"
-    assert struct.unpack(">II", data[16:24]) == (1200, 500)
 
 
 def test_plot_names_are_unique(tmp_path: Path) -> None:

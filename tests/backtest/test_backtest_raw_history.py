@@ -42,6 +42,7 @@ from support.prometheus import (
     recording_levels,
     running,
 )
+from support.svgplot import close, read_svg, spans_of
 
 from rulegen.backtest import command
 from rulegen.backtest.deployed import Deployment
@@ -494,6 +495,31 @@ def test_what_fires_when(rows: list[dict[str, Any]]) -> None:
     # old)
     assert network == [(29.25 - EARLIER, 39.75 - EARLIER), (179.25 - EARLIER, 195),
                        (209.75 - EARLIER, 210.5)]  # fmt: skip
+
+
+def test_plot_draws_each_window_s_burn_rate_against_its_tiers(
+    setup: Setup, raw_url: str, rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """``--plot``: the same rows; the page's picture draws its two windows' burn rates
+    (computed from raw series like the alert's) against its factor, its episodes as firing
+    spans, and the budget left; every alert gets a picture."""
+    assert backtest(setup, raw_url, "--plot", str(tmp_path), "--plot-format", "svg") == rows
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "GpuKernelContention.svg", "TTFTDiskBound.svg", "ThroughputNetworkBound.svg",
+        "rh-slo-availability.ErrorBudgetBurn.1.svg", "rh-slo-availability.ErrorBudgetBurn.2.svg",
+    ]  # fmt: skip
+    read = read_svg(tmp_path / "rh-slo-availability.ErrorBudgetBurn.1.svg",
+                    (FROM * 1000, END * 1000))  # fmt: skip
+    texts = read.texts()
+    assert "ErrorBudgetBurn: page burn rate above 0.48× over 1h and 5m" in texts
+    assert "0.48× (1h, 5m)" in texts
+    legend = read.group("legend")
+    assert legend is not None
+    assert [t for t in legend.itertext() if t.strip()] == ["1h", "5m"]
+    assert read.ids(r"line:\d+") == ["line:0", "line:1"]
+    assert close(spans_of(read, 0, "firing"), [(95, 114), (215, 229)])
+    assert read.group("budget-axes") is not None
+    assert read.ids(r"budget:\d+") == ["budget:0"]
 
 
 def test_the_cascade_is_computed_over_the_lead(setup: Setup) -> None:

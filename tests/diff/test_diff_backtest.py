@@ -1,10 +1,12 @@
 """``rulegen diff --prometheus``: both versions of each changed alert replayed over history
 backfilled into a real ``prometheus``, episodes and firing time before → after, and the label
-sets that start or stop firing; in text, markdown and JSON.
+sets that start or stop firing; in text, markdown and JSON; and ``--plot``, docs/diff.md's
+picture.
 
-The series are one sample a minute for three hours, raw only (the alerts read raw series, so
-the result does not depend on how a backtest finds recordings). The expected figures are
-worked out by hand from the series below, not taken from the replay:
+The series (``QUEUE_SERIES`` in ``support/pictures.py``, which also makes the docs' picture)
+are one sample a minute for three hours, raw only (the alerts read raw series, so the result
+does not depend on how a backtest finds recordings). The expected figures are worked out by
+hand from them, not taken from the replay:
 
 - ``RequestQueueBacklog`` (``> 10`` for 2m, raised to ``> 30``): gpu-1 holds 20 for minutes
   20–29 and 60–69 and 40 for 100–114, gpu-2 holds 25 for 140–149. A run of n minutes fires
@@ -25,72 +27,30 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, CliResult, write_tree
-from support.prometheus import (
-    NEEDS_PROMETHEUS,
-    create_blocks_from_openmetrics,
-    openmetrics,
-    running,
+from support.pictures import (
+    DIFF_ARGV,
+    DIFF_PICTURE,
+    QUEUE_AFTER,
+    QUEUE_BEFORE,
+    QUEUE_END,
+    T0,
+    backfill,
+    queue_series,
 )
+from support.prometheus import NEEDS_PROMETHEUS, running
+from support.svgplot import close, read_svg, spans_of
 
 pytestmark = [pytest.mark.slow, NEEDS_PROMETHEUS]
 Cli = Callable[..., CliResult]
 
-T0 = 1767225600  # 2026-01-01T00:00:00Z
-MINUTES = 180
-END = T0 + (MINUTES - 1) * 60
-BEFORE = """\
-version: 1
-service: queue
-evaluation_interval: 1m
-alerts:
-  - {signal: requests_waiting, threshold: 10, for: 2m, severity: warning}
-  - signal: custom
-    name: QueueEmpty
-    expr: 'vllm:num_requests_waiting < 1'
-    for: 30m
-    severity: info
-"""
-AFTER = """\
-version: 1
-service: queue
-evaluation_interval: 1m
-alerts:
-  - {signal: requests_waiting, threshold: 30, for: 2m, severity: warning}
-  - signal: custom
-    name: QueueVeryDeep
-    expr: 'vllm:num_requests_waiting > 35'
-    for: 5m
-    severity: critical
-"""
-GPU1 = 'vllm:num_requests_waiting{engine="0",instance="gpu-1:8000",model_name="m"}'
-GPU2 = 'vllm:num_requests_waiting{engine="0",instance="gpu-2:8000",model_name="m"}'
-
-
-def waiting(runs: list[tuple[int, int, float]]) -> list[float]:
-    """One value a minute: 0, except ``value`` from minute ``first`` to ``last``."""
-    values = [0.0] * MINUTES
-    for first, last, value in runs:
-        values[first : last + 1] = [value] * (last - first + 1)
-    return values
-
-
-SERIES = {
-    GPU1: waiting([(20, 29, 20), (60, 69, 20), (100, 114, 40)]),
-    GPU2: waiting([(140, 149, 25)]),
-}
+END = QUEUE_END
+BEFORE, AFTER = QUEUE_BEFORE, QUEUE_AFTER  # the series: support/pictures.py (QUEUE_SERIES)
 
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     workdir = tmp_path_factory.mktemp("diff-backtest")
-    source = workdir / "series.om"
-    samples = [
-        (name, [(T0 + minute * 60, value) for minute, value in enumerate(values)])
-        for name, values in SERIES.items()
-    ]
-    source.write_text(openmetrics(samples))
-    create_blocks_from_openmetrics(source, workdir / "data")
-    with running(workdir / "data", workdir, 60) as server:
+    with running(backfill(queue_series(), workdir), workdir, 60) as server:
         yield server.url
 
 
@@ -213,3 +173,39 @@ def test_a_replay_warning_names_the_version_and_the_alert(
     assert "ghost_metric" in base
     assert "ghost_metric" in current
     assert "    Ghost{service=queue}: 0 episodes, 0s → 0 episodes, 0s\n" in result.out
+
+
+def test_plot_shows_both_thresholds_and_each_version_s_episodes(
+    prometheus: str, in_tmp: Path, cli: Cli
+) -> None:
+    """docs/diff.md's command with ``--plot``: a picture per replayed alert; the changed one
+    with both thresholds and a row per engine and version, its spans at the times worked out
+    above (firing from a run's third minute to the minute after it), the episodes that only
+    the base has outlined; its text is the committed picture's (docs/img)."""
+    write_tree(in_tmp, {"old/queue.yaml": BEFORE, "specs/queue.yaml": AFTER})
+    result = cli(*DIFF_ARGV, "--prometheus", prometheus, "--plot", "pictures",
+                 "--plot-format", "svg")  # fmt: skip
+    assert (result.code, result.err) == (0, ""), result.err
+    assert result.out == TEXT
+    assert sorted(p.name for p in (in_tmp / "pictures").iterdir()) == [
+        "queue.QueueEmpty.svg", "queue.QueueVeryDeep.svg", "queue.RequestQueueBacklog.svg",
+    ]  # fmt: skip
+    read = read_svg(in_tmp / "pictures" / DIFF_PICTURE, (T0 * 1000, END * 1000))
+    texts = read.texts()
+    assert "RequestQueueBacklog: requests waiting above 10 → 30 for 2m" in texts
+    assert {"before: 10", "after: 30"} <= set(texts)
+    assert read.rows() == [
+        "instance=gpu-1:8000 (before)", "instance=gpu-1:8000 (after)",
+        "instance=gpu-2:8000 (before)", "instance=gpu-2:8000 (after)",
+    ]  # fmt: skip
+    assert close(spans_of(read, 0, "firing"), [(22, 30), (62, 70), (102, 115)])
+    assert close(spans_of(read, 0, "pending"), [(20, 22), (60, 62), (100, 102)])
+    assert close(spans_of(read, 1, "firing"), [(102, 115)])
+    assert close(spans_of(read, 2, "firing"), [(142, 150)])
+    assert not spans_of(read, 3, "firing")
+    outlined = {i for i in read.ids(r"firing:\d+:\d+") if "stroke: #000000" in read.style(i)}
+    assert outlined == {"firing:0:0", "firing:0:1", "firing:2:0"}
+    committed = read_svg(REPO / "docs" / "img" / DIFF_PICTURE, (T0 * 1000, END * 1000))
+    assert texts == committed.texts(), "docs/img is stale: make pictures"
+    added = read_svg(in_tmp / "pictures" / "queue.QueueVeryDeep.svg", (T0 * 1000, END * 1000))
+    assert "QueueVeryDeep (added): vllm:num_requests_waiting above 35 for 5m" in added.texts()

@@ -468,6 +468,9 @@ USAGE = [
      "--base-dir"),
     (["--format", "github"], "rulegen: error: diff: argument --format: invalid choice: "
      "'github' (choose from 'text', 'markdown', 'json')"),
+    (["--plot", "pictures"], "rulegen: error: --plot needs --prometheus URL (the pictures are "
+     "of the backtest)"),
+    (["--plot-format", "svg"], "rulegen: error: --plot-format svg needs --plot DIR"),
 ]  # fmt: skip
 
 

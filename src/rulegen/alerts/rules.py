@@ -18,10 +18,12 @@ from rulegen.generated import (
     AlertRule,
     Comparison,
     Condition,
+    Expression,
     HostFromInstance,
     Recorded,
     RecordingRule,
     RuleGroup,
+    Verbatim,
 )
 
 # A recording and every alert that reads it, or a lone alert: never split across groups.
@@ -135,9 +137,33 @@ def _rules_of(
         condition = HostFromInstance(condition)
     rule = AlertRule(
         alert.name, condition, alert.for_seconds, alert.labels, alert.annotations, alert.origin,
-        alert.keep_firing_for_seconds,
+        alert.keep_firing_for_seconds, subject_of(alert),
     )  # fmt: skip
     return key, recording, rule
+
+
+SUBJECT_LENGTH = 48
+"""A custom alert's quantity longer than this is no title: its subject is left empty."""
+
+
+def subject_of(alert: ResolvedAlert) -> str:
+    """What the alert watches, in the spec's words: a catalog signal's name without the word
+    of its dashboard row or family (``disk_await`` in the Disk row is ``await``), a custom
+    alert's compared PromQL when it is short (``vllm:num_requests_waiting``), else nothing."""
+    signal = alert.signal
+    if signal is not None:
+        words = signal.signal.split("_")
+        context = {signal.family.lower(), (signal.row or "").lower()}
+        if len(words) > 1 and words[0] in context:
+            words = words[1:]
+        return " ".join(words)
+    condition = alert.condition
+    reading = condition.reading if isinstance(condition, Verbatim) else None
+    if reading is not None and isinstance(reading.quantity, Expression):
+        text = " ".join(reading.quantity.promql.replace("{}", "").split())
+        if len(text) <= SUBJECT_LENGTH:
+            return text
+    return ""
 
 
 def _unit_of(units: dict[str, _Unit], key: str, recording: RecordingRule | None) -> _Unit:

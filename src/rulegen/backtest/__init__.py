@@ -6,7 +6,8 @@ Prometheus's rule manager does, and reports how often, how long and how jittery 
 would have fired (and, on request, a threshold that keeps it under a weekly budget).
 
 Modules: ``replay`` (pure: the alert state machine, episodes, flaps, threshold search),
-``query`` (range queries over HTTP, chunked), ``plot`` (PNG per alert, optional matplotlib),
+``query`` (range queries over HTTP, chunked), ``picture`` (what a picture of a replay shows:
+units, spans, legend; pure), ``plot`` (a picture drawn as PNG or SVG, optional matplotlib),
 ``command`` (the ``backtest`` subcommand: arguments, specs → alerts → replay → output).
 """
 

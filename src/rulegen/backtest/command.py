@@ -62,7 +62,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     p.add_argument("--to", dest="end", required=True, metavar="T", help=TIME_HELP)
     p.add_argument("--step", metavar="S", help="evaluation step (default: each group's interval)")
     p.add_argument("--alert", action="append", metavar="NAME", help="only this alert (repeatable)")
-    p.add_argument("--plot", type=Path, metavar="DIR", help="write a PNG per alert (matplotlib)")
+    p.add_argument("--plot", type=Path, metavar="DIR",
+                   help="write a picture per alert (needs matplotlib: pip install "
+                   "'rulegen[plot]')")  # fmt: skip
+    add_plot_format(p)
     p.add_argument(
         "--suggest",
         metavar="N",
@@ -83,6 +86,32 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     signal_folders.add_arguments(p)
     verbosity_arguments(p, progress=False)  # its own --progress is above
     return p
+
+
+PLOT_FORMATS = ("png", "svg")
+
+
+def add_plot_format(p: argparse.ArgumentParser) -> None:
+    """``--plot-format png|svg``, shared with ``rulegen diff``."""
+    p.add_argument("--plot-format", choices=PLOT_FORMATS, default=None,
+                   help="png (default) or svg (its text stays text: searchable)")  # fmt: skip
+
+
+def plot_options(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """``--plot DIR`` (checked: a folder or nothing yet, matplotlib installed) and the format;
+    ``--plot-format`` alone is a ``UsageError``."""
+    from rulegen.backtest import plot
+    from rulegen.load import display
+
+    folder: Path | None = args.plot
+    if folder is None:
+        if args.plot_format is not None:
+            raise UsageError(f"--plot-format {args.plot_format} needs --plot DIR")
+        return None, "png"
+    plot.require_matplotlib()
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--plot {display(folder)}: exists and is not a directory")
+    return folder, args.plot_format or "png"
 
 
 def __getattr__(name: str) -> Any:
@@ -217,35 +246,32 @@ def run(
     success (``UsageError``/``SpecError``/``ToolNotFoundError`` for ``cli`` to map). Its
     steps go to ``progress`` (``--verbose``, or a terminal's status line until the bar of
     range queries takes over)."""
-    from rulegen.backtest import plot
     from rulegen.backtest.query import Client
     from rulegen.backtest.report import json_rows, text_report, write_plots
     from rulegen.backtest.session import left_open, plan_deployment, query_points
     from rulegen.backtest.targets import recordings, targets
     from rulegen.build import build
-    from rulegen.load import discover, display
+    from rulegen.load import discover
     from rulegen.validate.server import declared_by, refuse_other_server
 
     stdout = out or sys.stdout
     steps = progress or Reporter("silent", sys.stderr)
     span, step, per_week = _options(args)
-    folder: Path | None = args.plot
-    if folder is not None:
-        plot.require_matplotlib()
-        if folder.exists() and not folder.is_dir():
-            raise UsageError(f"--plot {display(folder)}: exists and is not a directory")
+    folder, fmt = plot_options(args)
     result = build(discover(args.paths or [Path("specs")]), catalog, progress=steps)
     chosen = targets(result, args.alert or ())
     if not chosen:
         raise UsageError("no alerts in the specs")
-    queries = 2 if (folder is not None or per_week is not None) else 1
+    with_quantity = folder is not None or per_week is not None
+    queries = [_queries(t, folder is not None, per_week is not None) for t in chosen]
     client = Client(args.prometheus, timeout=args.timeout, parallel=args.parallel)
     steps.step("asking Prometheus")
     deployment = None if args.recorded else plan_deployment(client, result, chosen, span,
-                                                             step, queries == 2)  # fmt: skip
+                                                             step, with_quantity)  # fmt: skip
     points = [query_points(t, span, step) for t in chosen]
     extra = deployment.points() if deployment is not None else 0
-    _check_points(queries * sum(points), extra, len(chosen), queries, span, args.step)
+    alert_points = sum(q * n for q, n in zip(queries, points, strict=True))
+    _check_points(alert_points, extra, len(chosen), queries, span, args.step)
     client.check()
     refuse_other_server(declared_by(result.services), client.api)
     if deployment is not None:
@@ -257,7 +283,7 @@ def run(
     steps.step("writing the report")
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        write_plots(reports, folder)
+        write_plots(reports, folder, fmt)
     if args.format == "json":
         stdout.write(json.dumps(json_rows(reports), indent=2, sort_keys=True) + "\n")
     else:
@@ -265,8 +291,16 @@ def run(
     return 0
 
 
+def _queries(target: Target, plotting: bool, suggesting: bool) -> int:
+    """Range queries per evaluation point of an alert: its own, and what a picture draws
+    (``Target.plotted``) or a suggestion moves (the quantity)."""
+    if plotting and target.burns:
+        return 1 + len(target.burns)
+    return 2 if plotting or suggesting else 1
+
+
 def _check_points(
-    alert_points: int, recording_points: int, alerts: int, queries: int,
+    alert_points: int, recording_points: int, alerts: int, queries: Sequence[int],
     span: tuple[int, int], step: str | None,
 ) -> None:  # fmt: skip
     """Refuse, before any query, a run of more than ``MAX_EVALUATIONS`` points: the alerts'
@@ -277,7 +311,10 @@ def _check_points(
     if total <= MAX_EVALUATIONS:
         return
     every = f"every {step}" if step is not None else "at each group's interval"
-    each = "1 query" if queries == 1 else f"{queries} queries"
+    most = max(queries, default=1)
+    each = "1 query" if most == 1 else f"{most} queries"
+    if min(queries, default=1) != most:
+        each = f"up to {each}"
     computed = f", and {recording_points:,} for recordings" if recording_points else ""
     raise UsageError(
         f"this backtest needs {total:,} evaluation points ({alerts} alert(s), {each} each, "
@@ -288,13 +325,13 @@ def _check_points(
 
 
 def _progress_bar(
-    args: argparse.Namespace, points: Sequence[int], queries: int, steps: Reporter
+    args: argparse.Namespace, points: Sequence[int], queries: Sequence[int], steps: Reporter
 ) -> ProgressBar | Reporter | None:
-    """What counts the range queries (``queries`` per alert of ``points`` points each): the
+    """What counts the range queries (``queries`` of ``points`` points each, per alert): the
     bar, on a terminal or with ``--progress``; ``steps`` with ``--verbose``; else nothing."""
     from rulegen.backtest.query import MAX_POINTS
 
-    total = sum(queries * -(-n // MAX_POINTS) for n in points)
+    total = sum(q * -(-n // MAX_POINTS) for q, n in zip(queries, points, strict=True))
     steps.step("range queries", total=total)
     if steps.mode in ("quiet", "verbose"):
         return steps if steps.mode == "verbose" else None

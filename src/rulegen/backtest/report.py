@@ -1,4 +1,4 @@
-"""Backtest output: a table per alert, one JSON row per alert and label set, PNG plots.
+"""Backtest output: a table per alert, one JSON row per alert and label set, a picture each.
 
 Why: CI and notebooks read the JSON, people read the table; both come from the same reports.
 """
@@ -156,13 +156,13 @@ def _table(report: Report) -> list[str]:
     return out
 
 
-# --- plots, progress -------------------------------------------------------------------------
+# --- plots ----------------------------------------------------------------------------------
 
 
-def write_plots(reports: Sequence[Report], folder: Path) -> list[Path]:
-    """A PNG per alert in ``folder``: ``<alert>.png``, ``<group>.<alert>.png`` when two groups
-    have an alert of that name, ``<group>.<alert>.<n>.png`` for the n-th rule of that name in
-    one group (an SLO's tiers)."""
+def plot_stems(reports: Sequence[Report]) -> list[str]:
+    """A file name (without extension) per alert: ``<alert>``, ``<group>.<alert>`` when two
+    groups have an alert of that name, ``<group>.<alert>.<n>`` for the n-th rule of that
+    name in one group (an SLO's tiers)."""
     names = [r.target.alert for r in reports]
     rules = [(r.target.group, r.target.alert) for r in reports]
     stems = []
@@ -172,33 +172,25 @@ def write_plots(reports: Sequence[Report], folder: Path) -> list[Path]:
         if rules.count((t.group, t.alert)) > 1:
             stem += f".{rules[: index + 1].count((t.group, t.alert))}"
         stems.append(stem)
-    for stem in stems:
-        path = folder / f"{stem}.png"
+    return stems
+
+
+def refuse_foreign(folder: Path, paths: Sequence[Path]) -> None:
+    """``UsageError`` before anything is written when a file to write is not rulegen's."""
+    for path in paths:
         if os.path.lexists(path) and not plot.written_by_rulegen(path):
             raise UsageError(
                 f"--plot {folder}: {path.name} was not written by rulegen; refusing to "
                 "overwrite (move it or choose another --plot folder)"
             )
-    written = []
-    for stem, report in zip(stems, reports, strict=True):
-        t = report.target
-        start, end = report.span
-        shown = [x for x in report.times if start <= x <= end]
-        firing = [
-            (e.start, e.end if e.end is not None else end)
-            for s in report.summaries.values()
-            for e in s.episodes
-        ]
-        threshold = None
-        title = f"{t.alert} ({t.group}): fired {report.fired}x"
-        if report.comparison is not None:
-            compared = report.comparison
-            threshold = float(compared.threshold.value)
-            limit = threshold_promql(compared.threshold)
-            title += f", {compared.op} {limit} for {_duration(t.for_ms)}"
-        if report.warning:
-            title += " (no data: a recording is missing on the server)"
-        path = folder / f"{stem}.png"
-        plot.write_png(path, title, report.quantity or report.values, shown, threshold, firing)
-        written.append(path)
-    return written
+
+
+def write_plots(reports: Sequence[Report], folder: Path, fmt: str = "png") -> list[Path]:
+    """A picture per alert in ``folder`` (``plot_stems``), as ``fmt`` (png or svg)."""
+    from rulegen.backtest.picture import backtest_picture
+
+    paths = [folder / f"{stem}.{fmt}" for stem in plot_stems(reports)]
+    refuse_foreign(folder, paths)
+    for path, report in zip(paths, reports, strict=True):
+        plot.write(path, backtest_picture(report), fmt)
+    return paths

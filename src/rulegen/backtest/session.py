@@ -38,7 +38,6 @@ from rulegen.backtest.targets import Report, Target, deployable, recordings, tar
 from rulegen.build import BuildResult
 from rulegen.errors import UsageError
 from rulegen.promapi.client import QueryRejected
-from rulegen.render.prometheus import quantity_promql
 
 
 def query_times(target: Target, span: tuple[int, int], step_ms: int | None = None) -> list[int]:
@@ -172,9 +171,10 @@ def _backtest(
         report.warning = _missing_series(client, deployment, target, times, span)
         _mark_partial(report, deployment, fetches, times)
     report.comparison = target.comparison
-    if with_quantity or per_week is not None:
-        compared = report.comparison
-        expr = quantity_promql(compared.quantity) if compared is not None else target.expr
+    if with_quantity and target.burns:
+        report.burns = _burns(client, target, times, step, progress, deployment, report.notes)
+    elif with_quantity or per_week is not None:
+        expr = target.quantity_expr() or target.expr
         try:
             report.quantity, _ = _evaluate(client, expr, times, step, progress, deployment)
         except Unsupported as exc:
@@ -182,6 +182,20 @@ def _backtest(
     if per_week is not None:
         _suggest(report, per_week)
     return report
+
+
+def _burns(
+    client: Client, target: Target, times: list[int], step: int, progress: Progress | None,
+    deployment: Deployment | None, notes: list[str],
+) -> dict[str, Samples]:  # fmt: skip
+    """An SLO alert's burn rate over each window its tiers read (what its picture draws)."""
+    out: dict[str, Samples] = {}
+    for burn in target.burns:
+        try:
+            out[burn.window], _ = _evaluate(client, burn.expr, times, step, progress, deployment)
+        except Unsupported as exc:
+            notes.append(f"no burn rate over {burn.window}: {refusal(str(exc))}")
+    return out
 
 
 def _mark_partial(
@@ -266,15 +280,20 @@ def replay_build(
     alerts: Sequence[str] = (),
     step_ms: int | None = None,
     recorded: bool = False,
+    with_quantity: bool = False,
 ) -> list[Report]:
     """Replay every alert of a build (or those named in ``alerts``) over ``span``: the
     library entry point ``rulegen diff`` uses to backtest two versions of the specs.
-    ``recorded`` reads the deployed recordings instead of evaluating them from raw series."""
+    ``recorded`` reads the deployed recordings instead of evaluating them from raw series;
+    ``with_quantity`` evaluates what a picture draws too (``Target.plotted``)."""
     chosen = targets(result, alerts)
-    points = sum(query_points(target, span, step_ms) for target in chosen)
+    points = sum(
+        query_points(target, span, step_ms) * (1 + len(target.plotted()) * with_quantity)
+        for target in chosen
+    )
     deployment = None
     if not recorded:
-        deployment = plan_deployment(client, result, chosen, span, step_ms, False)
+        deployment = plan_deployment(client, result, chosen, span, step_ms, with_quantity)
         points += deployment.points()
     if points > MAX_EVALUATIONS:
         raise UsageError(
@@ -285,7 +304,7 @@ def replay_build(
     if deployment is not None:
         deployment.left_open = left_open(client)
     return replay_targets(client, chosen, span, step_ms=step_ms, recorded=recordings(result),
-                          deployment=deployment)  # fmt: skip
+                          with_quantity=with_quantity, deployment=deployment)  # fmt: skip
 
 
 def replay_targets(
@@ -360,8 +379,8 @@ def plan_deployment(
             continue
         first = -(-start // step) * step  # the grid's first time, without building the grid
         deployment.plan_alert(target.expr, first, step)
-        if with_quantity and target.comparison is not None:
-            deployment.plan_alert(quantity_promql(target.comparison.quantity), first, step)
+        for expr in target.plotted() if with_quantity else ():
+            deployment.plan_alert(expr, first, step)
     return deployment
 
 

@@ -80,6 +80,7 @@ def diagnosis_group(
                 tuple((name, go_escape(value)) for name, value in diagnosis.labels),
                 diagnosis_annotations(diagnosis, names),
                 diagnosis.origin,
+                subject=diagnosis.kind.replace("_", " "),
             )
         )
     return RuleGroup(f"{service}-diagnoses", interval_seconds, (*recordings.values(), *alerts))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rulegen.backtest import TIMEOUT
-from rulegen.backtest.command import TIME_HELP, span_of
+from rulegen.backtest.command import TIME_HELP, add_plot_format, plot_options, span_of
 from rulegen.catalog import folders as signal_folders
 from rulegen.errors import SpecError, UsageError
 from rulegen.promapi import MAX_BYTES, timeout_arg
@@ -63,6 +63,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=timeout_arg, default=TIMEOUT, metavar="SECONDS",
                    help=f"deadline of each request to --prometheus (default: {TIMEOUT:g}); "
                    f"answers are capped at {MAX_BYTES // 2**20} MiB")  # fmt: skip
+    p.add_argument("--plot", type=Path, metavar="DIR",
+                   help="with --prometheus: a picture per replayed alert, before and after "
+                   "(needs matplotlib: pip install 'rulegen[plot]')")  # fmt: skip
+    add_plot_format(p)
     p.add_argument("--format", choices=FORMATS, default="text",
                    help="text (default), markdown (a pull request comment) or one JSON "
                    "object")  # fmt: skip
@@ -102,6 +106,9 @@ def run(
     reports = {"text": text_report, "markdown": markdown_report, "json": json_report}
     stdout, stderr = out or sys.stdout, err or sys.stderr
     span = _span(args)
+    if args.plot is not None and span is None:
+        raise UsageError("--plot needs --prometheus URL (the pictures are of the backtest)")
+    folder, fmt = plot_options(args)
     old, new = _versions(args, catalog)
     for warning in (*old.warnings, *new.warnings):
         stderr.write(f"rulegen: warning: {warning}\n")
@@ -111,9 +118,14 @@ def run(
         client = Client(args.prometheus, timeout=args.timeout)
         client.check()
         _check_server(client, old, new, stderr)
-        backtest_diff(diff, old, new, client, span)
+        replays = backtest_diff(diff, old, new, client, span, with_quantity=folder is not None)
         for warning in diff.warnings:
             stderr.write(f"rulegen: warning: {warning}\n")
+        if folder is not None:
+            from rulegen.diff.plots import write_diff_plots
+
+            folder.mkdir(parents=True, exist_ok=True)
+            write_diff_plots(diff, replays, folder, fmt)
     stdout.write(reports[args.format](diff))
     return exit_code(diff, args.exit_code)
 

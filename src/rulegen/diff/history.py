@@ -13,6 +13,7 @@ from dataclasses import replace
 from rulegen.backtest.query import Client
 from rulegen.backtest.report import rfc3339
 from rulegen.backtest.session import replay_build
+from rulegen.backtest.targets import Report
 from rulegen.diff.compare import changed_keys
 from rulegen.diff.facts import AlertKey
 from rulegen.diff.model import Diff, History
@@ -22,17 +23,24 @@ Where = tuple[str, AlertKey]  # (service, alert)
 
 
 def backtest_diff(
-    diff: Diff, old: Version, new: Version, client: Client, span: tuple[int, int]
-) -> None:
-    """Fill in ``old``/``new`` of every alert that is not unchanged, and the diff's range."""
+    diff: Diff, old: Version, new: Version, client: Client, span: tuple[int, int],
+    *, with_quantity: bool = False,
+) -> dict[Where, tuple[Report | None, Report | None]]:  # fmt: skip
+    """Fill in ``old``/``new`` of every alert that is not unchanged, and the diff's range;
+    return both replays of each (with what a picture draws when ``with_quantity``)."""
     wanted = {(service, alert.key) for service, alert in changed_keys(diff)}
-    before = _replay(client, old, wanted, span, diff.warnings)
-    after = _replay(client, new, wanted, span, diff.warnings)
+    before = _replay(client, old, wanted, span, diff.warnings, with_quantity)
+    after = _replay(client, new, wanted, span, diff.warnings, with_quantity)
+    replays: dict[Where, tuple[Report | None, Report | None]] = {}
     for service, alert in changed_keys(diff):
-        alert.old = before.get((service, alert.key))
-        alert.new = after.get((service, alert.key))
+        where = (service, alert.key)
+        old_one, new_one = before.get(where), after.get(where)
+        alert.old = old_one[0] if old_one else None
+        alert.new = new_one[0] if new_one else None
         alert.replayed = True
+        replays[where] = (old_one[1] if old_one else None, new_one[1] if new_one else None)
     diff.span = span
+    return replays
 
 
 def _replay(
@@ -41,7 +49,8 @@ def _replay(
     wanted: set[Where],
     span: tuple[int, int],
     warnings: list[str],
-) -> dict[Where, History]:
+    with_quantity: bool,
+) -> dict[Where, tuple[History, Report]]:
     """The replay of ``version``'s alerts among ``wanted``, by service and alert."""
     index: dict[tuple[str, str, tuple[tuple[str, str], ...]], Where] = {}
     for service, facts in version.facts.items():
@@ -55,8 +64,8 @@ def _replay(
         version.result, services=[s for s in version.result.services if s.service in services]
     )
     names = sorted({alert for alert, _, _ in index})
-    out: dict[Where, History] = {}
-    for report in replay_build(client, result, span, alerts=names):
+    out: dict[Where, tuple[History, Report]] = {}
+    for report in replay_build(client, result, span, alerts=names, with_quantity=with_quantity):
         target = report.target
         where = index.get((target.alert, target.group, target.labels))
         if where is None:
@@ -66,10 +75,11 @@ def _replay(
             tuple(pair for pair in labels if pair[0] not in own) for labels in report.summaries
         )
         summaries = report.summaries.values()
-        out[where] = History(
+        history = History(
             sum(len(s.episodes) for s in summaries), sum(s.firing_ms for s in summaries),
             label_sets,
         )  # fmt: skip
+        out[where] = (history, report)
         title = f"{version.label}: {where[1].title()} ({where[0]})"
         if report.warning:
             warnings.append(f"{title}: {report.warning}")

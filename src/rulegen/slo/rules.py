@@ -543,6 +543,7 @@ def _alert(slo: ResolvedSLO, alert: SLOAlert) -> AlertRule:
         tuple((k, go_escape(v)) for k, v in alert_labels(slo, alert)),
         alert_annotations(slo, alert) + own_annotations(alert.annotations),
         slo.origin,
+        subject=f"{alert.role} burn rate",
     )
 
 
