@@ -17,8 +17,8 @@ checked accordingly:
   alert defaults for; one SLO when it has SLO defaults); a ``spec`` block after it on the same
   page that says ``extends: defaults.yaml`` is built with it;
 - ```` ```yaml ci ````, ``pre-commit``, ``output`` (an excerpt of a generated file),
-  ``alertmanager`` (an Alertmanager config) and ``promtool-test``: not specs; each must parse
-  as YAML.
+  ``alertmanager`` (an Alertmanager config), ``prometheus`` (a ``prometheus.yml``) and
+  ``promtool-test``: not specs; each must parse as YAML.
 
 Python blocks must parse too.
 
@@ -60,7 +60,7 @@ PAGES = sorted(
 )
 SPEC_PARTS = ("alerts", "slos", "diagnoses", "targets")
 BUILT = ("spec", *SPEC_PARTS, "routing", "signal", "defaults")
-PARSED = ("ci", "pre-commit", "output", "alertmanager", "promtool-test")
+PARSED = ("ci", "pre-commit", "output", "alertmanager", "prometheus", "promtool-test")
 BASE_ALERT = {
     "signal": "custom",
     "name": "DocsExampleUp",

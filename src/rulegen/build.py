@@ -50,6 +50,7 @@ from rulegen.render.prometheus import rule_file
 from rulegen.render.promtool_tests import tests_file
 from rulegen.render.thanos import thanos_rule_file
 from rulegen.render.victoriametrics import long_queries, vmalert_groups, vmalert_rule_file
+from rulegen.routing import ha as ha_files
 from rulegen.routing import output as routing_files
 from rulegen.routing.load import LoadedRouting
 from rulegen.routing.output import routing_output
@@ -62,6 +63,7 @@ from rulegen.source.loader import Origin
 from rulegen.spec.models import TargetSettings
 from rulegen.testruns import shared_runs
 from rulegen.validate import promtool, vmalert
+from rulegen.validate.alerting import validate_alerting
 from rulegen.validate.cache import Key, TestCache
 from rulegen.validate.routing import validate_routing
 from rulegen.validate.targets import check_targets, run_vmalert_tests
@@ -197,6 +199,8 @@ def build(
         result.sources["grafana/provisioning.yaml"] = names
         if "mimir" in chosen:
             _add_mimir(result, services, origins)
+    if ha_files.declared(result.services):
+        _add_ha(result, services, origins)
     if combined.routing is not None:
         # (``_keeps`` keeps every service's rule groups when a routing file may be there)
         _add_routing(result, combined.routing, root)
@@ -506,7 +510,7 @@ def _assemble(
     return ServiceOutput(
         spec.service, spec.source, spec.evaluation_interval, groups, tests, slos=outputs,
         explanations=explanations, prometheus=spec.prometheus,
-        prometheus_origin=spec.prometheus_origin, case_origins=examples,
+        prometheus_origin=spec.prometheus_origin, case_origins=examples, ha=spec.ha,
     )  # fmt: skip
 
 
@@ -689,6 +693,24 @@ def _add_mimir(
         result.sources[f"mimir/{namespace}.yaml"] = tuple(sorted(paths[namespace]))
 
 
+def _add_ha(
+    result: BuildResult,
+    services: Sequence[tuple[Path, RenderedService]],
+    origins: Mapping[Path, tuple[str, ...]],
+) -> None:
+    """The alerting block of the HA pairs' ``prometheus.yml`` (``routing.ha``), from the
+    services that declare ``ha`` (their specs and defaults files are its sources)."""
+    problems = ha_files.carried(result.services)
+    if problems:
+        raise SpecError(problems)
+    found = [(path, s) for path, s in services if s.output.ha is not None]
+    labels = [s.output.ha.name for _, s in found if s.output.ha is not None]
+    text = dump_yaml(ha_files.alerting_block(labels), ", ".join(sorted(s.source for _, s in found)))
+    head, body = text.split("\n", 1)
+    result.files[ha_files.FILE] = f"{head}\n{ha_files.comment(result.services)}{body}"
+    result.sources[ha_files.FILE] = tuple(sorted({n for path, _ in found for n in origins[path]}))
+
+
 def _add_routing(result: BuildResult, loaded: LoadedRouting, root: Path | None) -> None:
     output = routing_output(loaded.routing, loaded.base, result.services)
     source = _header_source(loaded.routing.source, root)
@@ -756,6 +778,9 @@ def validate(
         summary.extend(
             validate_routing(folder, result.routing_cases, result.routing_origins, cache)
         )
+    if ha_files.FILE in result.files:
+        labels = [label.name for _, label in ha_files.declared(result.services)]
+        summary.append(validate_alerting(folder, labels, cache))
     summary.extend(f"warning: {report}" for report in result.reports)
     summary.extend(f"warning: {line}" for line in (cache.warnings if cache else ()))
     return summary

@@ -290,6 +290,16 @@ class Explanation:
 
 
 @dataclass(frozen=True)
+class ReplicaLabel:
+    """``ha.replica_label``: the external label that tells the replicas of a Prometheus HA
+    pair apart, dropped from the alerts they send (so Alertmanager sees one alert, not one a
+    replica), and where the spec (or its defaults file) declares it."""
+
+    name: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
 class ServiceOutput:
     """Everything generated for one service spec."""
 
@@ -306,3 +316,5 @@ class ServiceOutput:
     # the spec position of each generated test case written from the user's own words (a
     # custom alert's example), by the case's name: where a failure of it points
     case_origins: tuple[tuple[str, Origin], ...] = ()
+    # the Prometheus HA pair's replica label (``ha:``), None when the spec declares none
+    ha: ReplicaLabel | None = None

@@ -44,13 +44,17 @@ def test_build_regenerates_the_committed_rules_byte_for_byte(example_build: Exam
     assert result.code == 0, result.err
     assert "promtool test rules: 10 file(s) passed" in result.out
     assert "amtool routing tests: 56 passed" in result.out
+    assert (
+        "promtool check config: alertmanager/prometheus-alerting.yml ok (merged into a "
+        "replica's prometheus.yml)" in result.out
+    )
     assert _snapshot(example_build.root / "rules") == _snapshot(REPO / "rules")
 
 
 def test_check_is_green_on_a_clean_tree(in_tmp: Path, cli: Cli) -> None:
     _copy_example(in_tmp)
     result = cli("build", "--check", "--no-validate")
-    assert (result.code, result.out.strip()) == (0, "rules: up to date (19 files)")
+    assert (result.code, result.out.strip()) == (0, "rules: up to date (20 files)")
 
 
 def test_check_is_red_with_a_diff_after_editing_a_threshold(in_tmp: Path, cli: Cli) -> None:

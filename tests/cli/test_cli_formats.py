@@ -72,7 +72,7 @@ def test_success_is_an_empty_list_and_the_summary_goes_to_stderr(cli: Cli, in_tm
 def test_check_reports_stale_files_as_diagnostics(cli: Cli, in_tmp: Path) -> None:
     _copy_example(in_tmp)
     clean = cli("build", "--check", "--no-validate", "--format", "json")
-    assert (clean.code, clean.out, clean.err) == (0, "[]\n", "rules: up to date (19 files)\n")
+    assert (clean.code, clean.out, clean.err) == (0, "[]\n", "rules: up to date (20 files)\n")
     spec = in_tmp / "specs" / "llm-serving.yaml"
     spec.write_text(spec.read_text().replace("threshold: 5ms", "threshold: 7ms"))
     text = cli("build", "--check", "--no-validate")

@@ -194,7 +194,7 @@ def test_the_committed_rules_are_what_either_layout_builds(
         shutil.copytree(REPO / name, in_tmp / name)
     shutil.copytree(REPO / "signals", in_tmp / folder)
     result = cli("build", "--check", "--no-validate")
-    assert (result.code, result.out, result.err) == (0, "rules: up to date (19 files)\n", "")
+    assert (result.code, result.out, result.err) == (0, "rules: up to date (20 files)\n", "")
 
 
 def test_the_warning_is_shown_in_the_docs_as_printed() -> None:

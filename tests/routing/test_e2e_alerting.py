@@ -12,22 +12,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
 import threading
 import time
-import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
 import pytest
 import yaml
 from conftest import CliResult, write_tree
+from support.alerting import HOST, Delivery, Servers, Sink, http_server, wait_ready
+from support.prometheus import free_port
 
 from rulegen.validate import amtool
 
@@ -35,7 +32,6 @@ Cli = Callable[..., CliResult]
 
 PROMETHEUS = shutil.which("prometheus")
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-HOST = "127.0.0.1"
 DEADLINE = 30.0  # seconds for each expected delivery
 RECEIVERS = ("oncall", "storage", "platform")
 
@@ -93,23 +89,6 @@ CRITICAL = "RequestQueueBacklog"
 WARNING = "KVCacheUsageHigh"
 
 
-def free_port() -> int:
-    """A port nothing listens on right now (for the servers we start as processes)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-# --- in-test HTTP servers ------------------------------------------------------------------
-
-
-class Renders(Protocol):
-    """Anything that serves a ``/metrics`` page."""
-
-    def render(self) -> bytes: ...
-
-
 @dataclass
 class Exporter:
     """The vLLM gauges, in the Prometheus text format, with values the test changes."""
@@ -117,7 +96,9 @@ class Exporter:
     waiting: float = 0.0
     kv_usage: float = 0.0
 
-    def render(self) -> bytes:
+    def render(self, path: str) -> bytes:
+        if path != "/metrics":
+            return b""
         labels = '{model_name="m1",engine="0"}'
         return (
             "# TYPE vllm:num_requests_waiting gauge\n"
@@ -127,124 +108,7 @@ class Exporter:
         ).encode()
 
 
-@dataclass(frozen=True)
-class Delivery:
-    """One alert in one webhook notification."""
-
-    receiver: str
-    status: str
-    labels: dict[str, str]
-
-
-@dataclass
-class Sink:
-    """What the webhook receivers got, by URL path (``/oncall`` → ``oncall``)."""
-
-    deliveries: list[Delivery] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, path: str, payload: dict[str, Any]) -> None:
-        with self.lock:
-            for alert in payload.get("alerts", []):
-                self.deliveries.append(
-                    Delivery(path.strip("/"), str(alert["status"]), dict(alert["labels"]))
-                )
-
-    def snapshot(self) -> list[Delivery]:
-        with self.lock:
-            return list(self.deliveries)
-
-
-class Handler(BaseHTTPRequestHandler):
-    """Serves ``/metrics`` from the exporter and records webhook POSTs in the sink."""
-
-    exporter: ClassVar[Renders]
-    sink: ClassVar[Sink]
-
-    def do_GET(self) -> None:
-        body = self.exporter.render() if self.path == "/metrics" else b""
-        self.send_response(200 if body else 404)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        self.sink.record(self.path, json.loads(self.rfile.read(length) or b"{}"))
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: no request log on stderr."""
-
-
-@contextmanager
-def http_server(exporter: Renders, sink: Sink) -> Iterator[int]:
-    """The exporter and the webhook receivers on one free port, in a thread."""
-    handler = type("BoundHandler", (Handler,), {"exporter": exporter, "sink": sink})
-    server = ThreadingHTTPServer((HOST, 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
 # --- real servers --------------------------------------------------------------------------
-
-
-@dataclass
-class Servers:
-    """The processes started, and where their output goes."""
-
-    logs: dict[str, Path] = field(default_factory=dict)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def start(self, name: str, argv: list[str], cwd: Path) -> None:
-        log = cwd / f"{name}.log"
-        self.logs[name] = log
-        with log.open("wb") as out:
-            proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-        self.procs.append(proc)
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-
-    def report(self) -> str:
-        parts = []
-        for name, log in self.logs.items():
-            text = log.read_text("utf-8", errors="replace") if log.exists() else "(no log)"
-            parts.append(f"--- {name} log (last 4000 chars) ---\n{text[-4000:]}")
-        return "\n".join(parts)
-
-
-def wait_ready(url: str, servers: Servers, deadline: float = 20.0) -> None:
-    """Poll ``url`` until it answers 200; fail with the servers' logs otherwise."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        for name, proc in zip(servers.logs, servers.procs, strict=True):
-            assert proc.poll() is None, f"{name} exited early\n{servers.report()}"
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"{url} not ready after {deadline}s\n{servers.report()}")
 
 
 def wait_for(
@@ -260,6 +124,7 @@ def wait_for(
         if check(sink.snapshot()):
             return
         time.sleep(0.2)
+    servers.check_alive()
     got = "\n".join(map(repr, sink.snapshot())) or "(none)"
     pytest.fail(f"timed out after {deadline}s waiting for {what}\ndeliveries:\n{got}\n"
                 f"{servers.report()}")  # fmt: skip
@@ -511,8 +376,8 @@ class Endpoint:
 
     page: Callable[[], bytes]
 
-    def render(self) -> bytes:
-        return self.page()
+    def render(self, path: str) -> bytes:
+        return self.page() if path == "/metrics" else b""
 
 
 def firing_in_prometheus(port: int) -> set[str]:

@@ -533,6 +533,9 @@ def test_the_example_builds_and_every_routing_test_passes(
     also = " (and with utf8-strict-mode and classic-mode)" if modes else ""
     assert f"amtool check-config: alertmanager.yml ok{also}" in result.out.splitlines()
     assert f"amtool routing tests: {len(tests['tests'])} passed" in result.out.splitlines()
+    # the HA pair's alerting block (ha: in specs/defaults.yaml), merged into a replica's config
+    checked = "promtool check config: alertmanager/prometheus-alerting.yml ok (merged into a "
+    assert f"{checked}replica's prometheus.yml)" in result.out.splitlines()
     assert len(tests["tests"]) > 3  # the user's three, then one per generated alert
     assert config["global"]["smtp_smarthost"] == "smtp.internal:587"  # from the base file
     assert config["route"]["receiver"] == "platform"

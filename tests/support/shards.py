@@ -67,6 +67,9 @@ COSTS: dict[str, tuple[float, float]] = {
     "tests/unit/test_output_fast_yaml.py": (10, 0),
     "tests/output/test_test_cache.py": (0, 2.5),
     "tests/routing/test_e2e_alerting.py": (0, 43),
+    "tests/routing/test_e2e_ha.py": (0, 48),
+    "tests/routing/test_ha.py": (0.1, 1.5),
+    "tests/routing/test_ha_errors.py": (0.6, 0),
     "tests/routing/test_routing.py": (0.3, 1.6),
     "tests/slo/test_goodput.py": (0.5, 20),
     "tests/slo/test_slo_alerting.py": (3.1, 18),
@@ -109,6 +112,7 @@ COSTS: dict[str, tuple[float, float]] = {
 BOOKWORM_COSTS: dict[str, tuple[float, float]] = {
     "tests/alerts/test_generated_tests_catch_mutations.py": (0, 30),
     "tests/routing/test_routing.py": (0.3, 60),  # the example's validated build (2.42)
+    "tests/routing/test_e2e_ha.py": (0, 54),  # 2.42 finds its Alertmanagers after a reload
     "tests/slo/test_slo_alerting.py": (3.1, 14),  # no vmalert-tool on bookworm
     "tests/slo/test_slo_alerting_catch_mutations.py": (0, 38),
     "tests/slo/test_slo_promtool.py": (0, 154),

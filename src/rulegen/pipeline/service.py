@@ -28,6 +28,7 @@ from rulegen.diagnosis.model import ResolvedDiagnosis
 from rulegen.diagnosis.params import TTFT_METRIC
 from rulegen.diagnosis.resolve import resolve_diagnoses
 from rulegen.errors import Diagnostic
+from rulegen.generated import ReplicaLabel
 from rulegen.host import RESERVED_HOST_LABELS
 from rulegen.slo.model import ResolvedSLO, histogram_reads
 from rulegen.slo.resolve import resolve_slos
@@ -68,6 +69,8 @@ class ResolvedSpec:
     vllm: VllmVersion | None = None
     # the severities the spec declares (or inherits), most severe first; the default if none
     severities: Severities = DEFAULT_SEVERITIES
+    # the Prometheus HA pair's replica label (``ha: {replica_label: …}``), None without ``ha``
+    ha: ReplicaLabel | None = None
 
 
 def resolve_spec(
@@ -99,6 +102,7 @@ def resolve_spec(
     _mimir_namespace(col, spec.targets.mimir.namespace)
     _vmalert_labels(col, spec.targets.victoriametrics.labels)
     host_ok = _host_label(col, spec, catalog)
+    ha = _replica_label(col, spec, version or DEFAULT)
     # A bad interval is reported once; the entries are still checked, against the default,
     # so its error hides none of theirs.
     intervals = (evaluation or Decimal(30), scrape or Decimal(15))
@@ -128,7 +132,7 @@ def resolve_spec(
     resolved = ResolvedSpec(
         spec.service, positions.file, evaluation, scrape, tuple(alerts), slos, diagnoses,
         spec.host_label, retention, spec.max_group_rules, spec.targets, tuple(recordings),
-        groups, version, col.origin(("prometheus", "version")), vllm, severities,
+        groups, version, col.origin(("prometheus", "version")), vllm, severities, ha,
     )  # fmt: skip
     return resolved, []
 
@@ -216,6 +220,42 @@ def _mimir_namespace(col: Collector, namespace: str | None) -> None:
             f"must be at most {MAX_MIMIR_NAMESPACE} characters (got {len(namespace)}): it names "
             "the output file mimir/<namespace>.yaml",
         )
+
+
+# Labels a replica label may not be: those the generated alerts carry (rulegen sets them, or
+# reads them from the series, or an SLO's series keep them); dropping one of them from every
+# alert a replica sends would strip it from the alerts themselves.
+_ALERT_LABELS = RESERVED_HOST_LABELS | {"slo", "slo_term", "host"}
+
+
+def _replica_label(col: Collector, spec: Any, version: PrometheusVersion) -> ReplicaLabel | None:
+    """``ha.replica_label``: a label name the declared Prometheus takes as an external label
+    (UTF-8 names from 3.0 on), that no generated alert carries.
+
+    Why refused here: the alerting block rulegen writes drops this label from every alert a
+    replica sends; an alert label of the same name (``instance``, ``severity``, the host
+    label, one of ``labels:``) would vanish with it and break routing and inhibitions.
+    """
+    if spec.ha is None:
+        return None
+    name = spec.ha.replica_label
+    where = ("ha", "replica_label")
+    own = {spec.host_label or "host", *spec.labels}
+    if name.startswith("__"):
+        problem = "labels starting with __ are reserved for Prometheus' internal use"
+    elif not promql.LABEL_NAME.match(name) and (refused := promql.label_refusal([name], version)):
+        problem = refused
+    elif not promql.writable_label(name):
+        problem = "not a label name rulegen can write (no space, quote, backslash, brace, % or $)"
+    elif name in _ALERT_LABELS or name in own:
+        problem = (
+            "the generated alerts carry it, and the replicas drop the replica label from "
+            "every alert they send; choose a label only the replicas' external_labels set"
+        )
+    else:
+        return ReplicaLabel(name, col.origin(where))
+    col.error(where, f"{name!r} cannot be the replica label: {problem}")
+    return None
 
 
 def _host_label(col: Collector, spec: Any, catalog: Catalog) -> bool:

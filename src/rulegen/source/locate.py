@@ -110,6 +110,7 @@ _SIMPLE = {
     "literal_error": "must be {expected} (got {got})",
     "string_pattern_mismatch": "must match {pattern} (got {got})",
     "string_too_long": "must be at most {max_length} characters",
+    "string_too_short": "must not be empty",
     "greater_than_equal": "must be at least {ge} (got {got})",
     "too_short": "must not be empty",
     "union_tag_invalid": "unknown {tag_kind} {tag!r} (known: {expected_tags})",

@@ -534,6 +534,17 @@ class VllmSettings(SpecBase):
     )
 
 
+class HASettings(SpecBase):
+    """The Prometheus HA pair that evaluates the rules: two (or more) replicas with the same
+    rules, told apart by one external label (docs/routing.md#high-availability)."""
+
+    replica_label: str = Field(
+        min_length=1,
+        description="the external label whose value differs between the replicas (e.g. "
+        "replica): dropped from the alerts they send, so Alertmanager deduplicates them",
+    )
+
+
 class TargetSettings(SpecBase):
     """Per-target settings; which targets are written is chosen with ``--target``."""
 
@@ -572,6 +583,11 @@ class SpecModel(SpecBase):
     )
     prometheus: PrometheusSettings = Field(
         default=PrometheusSettings(), description="the Prometheus that evaluates the rules"
+    )
+    ha: HASettings | None = Field(
+        default=None,
+        description="{replica_label}: the rules run on a Prometheus HA pair; rulegen "
+        "build writes the alerting block each replica merges into prometheus.yml",
     )
     vllm: VllmSettings | None = Field(
         default=None,

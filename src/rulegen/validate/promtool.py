@@ -91,14 +91,26 @@ def check_rules(files: Sequence[str], cwd: Path, runner: Runner = _default_runne
     """``promtool check rules``: syntax, duplicate rules, template parsing."""
     argv = (find_promtool(), "check", "rules", *files)
     result = runner(argv, cwd)
-    messages = tuple(
+    return ToolResult(result.returncode == 0, _check_messages(result), argv)
+
+
+def check_config(file: str, cwd: Path, runner: Runner = _default_runner) -> ToolResult:
+    """``promtool check config``: a ``prometheus.yml`` parsed and checked as the server
+    loads it (relabel configs, external labels, Alertmanager settings)."""
+    argv = (find_promtool(), "check", "config", file)
+    result = runner(argv, cwd)
+    return ToolResult(result.returncode == 0, _check_messages(result), argv)
+
+
+def _check_messages(result: subprocess.CompletedProcess[str]) -> tuple[str, ...]:
+    """What a ``check`` verb said, without its progress lines (``Checking …``, ``SUCCESS``)."""
+    return tuple(
         line.strip()
         for line in (result.stderr + result.stdout).splitlines()
         if line.strip()
         and not line.strip().startswith(("Checking ", "SUCCESS"))
         and line.strip() != "FAILED:"
     )
-    return ToolResult(result.returncode == 0, messages, argv)
 
 
 def run_tests(
