@@ -35,7 +35,7 @@ from rulegen.generated import Explanation, RuleGroup, ServiceOutput, SLOOutput, 
 from rulegen.load import LoadedFile, SpecInputs, combine, display, load_one, read_user_test
 from rulegen.output import FileSet, dump_yaml
 from rulegen.pipeline import victoriametrics as vm_target
-from rulegen.pipeline.packed import PackedOutput, Services
+from rulegen.pipeline.packed import HaDeclared, PackedOutput, Services
 from rulegen.pipeline.promtool_runs import run_test_files
 from rulegen.pipeline.rendercache import CachedRender, RenderCache
 from rulegen.pipeline.service import ResolvedSpec
@@ -199,8 +199,9 @@ def build(
         result.sources["grafana/provisioning.yaml"] = names
         if "mimir" in chosen:
             _add_mimir(result, services, origins)
-    if ha_files.declared(result.services):
-        _add_ha(result, services, origins)
+    declaring = result.services.declaring_ha()
+    if declaring:
+        _add_ha(result, services, origins, declaring)
     if combined.routing is not None:
         # (``_keeps`` keeps every service's rule groups when a routing file may be there)
         _add_routing(result, combined.routing, root)
@@ -697,17 +698,21 @@ def _add_ha(
     result: BuildResult,
     services: Sequence[tuple[Path, RenderedService]],
     origins: Mapping[Path, tuple[str, ...]],
+    declaring: Sequence[HaDeclared],
 ) -> None:
     """The alerting block of the HA pairs' ``prometheus.yml`` (``routing.ha``), from the
-    services that declare ``ha`` (their specs and defaults files are its sources)."""
-    problems = ha_files.carried(result.services)
+    services that declare ``ha`` (``declaring``; their specs and defaults files are its
+    sources): no service is unpacked for it."""
+    dropped = ha_files.dropped_labels([ha.label for ha in declaring])
+    problems = ha_files.carried([use for ha in declaring for use in ha.uses], dropped)
     if problems:
         raise SpecError(problems)
     found = [(path, s) for path, s in services if s.output.ha is not None]
-    labels = [s.output.ha.name for _, s in found if s.output.ha is not None]
-    text = dump_yaml(ha_files.alerting_block(labels), ", ".join(sorted(s.source for _, s in found)))
+    sources = ", ".join(sorted(s.source for _, s in found))
+    text = dump_yaml(ha_files.alerting_block(list(dropped)), sources)
     head, body = text.split("\n", 1)
-    result.files[ha_files.FILE] = f"{head}\n{ha_files.comment(result.services)}{body}"
+    said = ha_files.comment([(ha.prometheus, ha.label) for ha in declaring])
+    result.files[ha_files.FILE] = f"{head}\n{said}{body}"
     result.sources[ha_files.FILE] = tuple(sorted({n for path, _ in found for n in origins[path]}))
 
 

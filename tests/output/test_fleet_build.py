@@ -271,6 +271,11 @@ def test_writing_a_fleet_without_validation_never_unpacks_its_services(tmp_path:
     write(result, tmp_path / "rules")
     assert isinstance(result.services, Services)
     assert result.services.packed() == 9
+    # (the example's defaults declare ``ha``: its file reads what each service carries packed)
+    assert (
+        "regex: replica\n"
+        in (tmp_path / "rules" / "alertmanager/prometheus-alerting.yml").read_text()
+    )
     assert result.services == build(inputs, catalog, root=tmp_path, jobs=1).services
     assert result.services.packed() == 0
 
@@ -285,6 +290,7 @@ def test_a_build_whose_services_nobody_reads_keeps_only_their_names(tmp_path: Pa
         kept = build(inputs, catalog, root=tmp_path, targets=targets)
         names = build(inputs, catalog, root=tmp_path, targets=targets, read_services=False)
         assert dict(names.files) == dict(kept.files)
+        assert "alertmanager/prometheus-alerting.yml" in names.files  # ``ha`` in the defaults
     with pytest.raises(RuntimeError, match="not kept"):
         _ = names.services[0]
     routed = build(discover([REPO / "specs"]), catalog, read_services=False)

@@ -19,26 +19,50 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
-from rulegen.generated import ServiceOutput
+from rulegen.core.versions import PrometheusVersion
+from rulegen.generated import ReplicaLabel, ServiceOutput
+from rulegen.routing.ha import LabelUse, label_uses
+
+
+@dataclass(frozen=True)
+class HaDeclared:
+    """What the HA file (``rulegen.routing.ha``) reads of a service that declares ``ha``:
+    its replica label, its Prometheus version and the labels its alerts set (for the error
+    at an alert that carries a dropped one)."""
+
+    label: ReplicaLabel
+    prometheus: PrometheusVersion
+    uses: tuple[LabelUse, ...]
+
+    @classmethod
+    def of(cls, output: ServiceOutput) -> HaDeclared | None:
+        """``output``'s, or None when its spec declares no ``ha``."""
+        if output.ha is None:
+            return None
+        return cls(output.ha, output.prometheus, label_uses(output))
 
 
 @dataclass(frozen=True)
 class PackedOutput:
-    """One service's output: its name and rule group names at hand, the whole of it packed."""
+    """One service's output: its name, rule group names and replica label at hand, the whole
+    of it packed."""
 
     service: str
     group_names: tuple[str, ...]
     blob: bytes
+    ha: HaDeclared | None = None
 
     @classmethod
     def of(cls, output: ServiceOutput, keep: bool = True) -> PackedOutput:
         """``output`` packed (pickled, then compressed at zlib's fastest level); without
-        ``keep``, only its name and group names (a build that will not read the rest)."""
+        ``keep``, only its name, group names and what the HA file reads (a build that will
+        not read the rest)."""
         names = (*(g.name for g in output.groups), *(slo.group.name for slo in output.slos))
+        ha = HaDeclared.of(output)
         if not keep:
-            return cls(output.service, names, b"")
+            return cls(output.service, names, b"", ha)
         data = pickle.dumps(output, protocol=pickle.HIGHEST_PROTOCOL)
-        return cls(output.service, names, zlib.compress(data, 1))
+        return cls(output.service, names, zlib.compress(data, 1), ha)
 
     def unpack(self) -> ServiceOutput:
         """The service's output as it was packed."""
@@ -94,6 +118,12 @@ class Services(Sequence[ServiceOutput]):
 
     def __repr__(self) -> str:
         return f"Services({len(self._items)} services)"
+
+    def declaring_ha(self) -> list[HaDeclared]:
+        """What the HA file reads of each service whose spec declares ``ha``, without
+        unpacking any."""
+        found = (i.ha if isinstance(i, PackedOutput) else HaDeclared.of(i) for i in self._items)
+        return [ha for ha in found if ha is not None]
 
     def packed(self) -> int:
         """How many are still packed (tests check that a write never unpacks them)."""

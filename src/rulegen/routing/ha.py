@@ -13,11 +13,13 @@ one alert, and inhibitions, grouping and the notification log treat them as one.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rulegen.core.versions import PrometheusVersion
 from rulegen.errors import Diagnostic
 from rulegen.generated import AlertRule, ReplicaLabel, ServiceOutput
+from rulegen.source.loader import Origin
 
 FILE = "alertmanager/prometheus-alerting.yml"
 DOCS = "docs/routing.md#high-availability"
@@ -44,11 +46,11 @@ def alerting_block(labels: Sequence[str]) -> dict[str, Any]:
     return {"alerting": {"alert_relabel_configs": [drop]}}
 
 
-def comment(services: Sequence[ServiceOutput]) -> str:
+def comment(found: Sequence[tuple[PrometheusVersion, ReplicaLabel]]) -> str:
     """The lines after the header: what the file is for, how to merge it, what it needs
-    beside it (the values of the replica label, every Alertmanager peer listed)."""
-    found = declared(services)
-    versions = " and ".join(str(v) for v in sorted({s.prometheus for s, _ in found}))
+    beside it (the values of the replica label, every Alertmanager peer listed); ``found``:
+    each declaring service's Prometheus version and replica label."""
+    versions = " and ".join(str(v) for v in sorted({version for version, _ in found}))
     names = ", ".join(sorted({label.name for _, label in found}))
     text = (
         f"The alerting block of prometheus.yml for each replica of a Prometheus {versions} HA "
@@ -62,26 +64,40 @@ def comment(services: Sequence[ServiceOutput]) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
-def carried(services: Sequence[ServiceOutput]) -> list[Diagnostic]:
-    """The alerts of the HA services that carry a label the file drops (another spec's
-    replica label, or one a custom alert or a label of its own sets): an error at the
-    alert, naming where the replica label is declared."""
-    found = declared(services)
+# One label an alert sets: (its name, the alert's name, where the alert is written).
+LabelUse = tuple[str, str, Origin]
+
+
+def label_uses(service: ServiceOutput) -> tuple[LabelUse, ...]:
+    """Every label the service's alerts set: what ``carried`` reads, kept beside a packed
+    service (so no service is unpacked for it)."""
+    return tuple(
+        (key, rule.alert, rule.origin) for rule in _alerts(service) for key, _ in rule.labels
+    )
+
+
+def dropped_labels(labels: Sequence[ReplicaLabel]) -> dict[str, ReplicaLabel]:
+    """Each replica label the file drops, with the first declaration of it."""
     dropped: dict[str, ReplicaLabel] = {}
-    for _, label in found:
+    for label in labels:
         dropped.setdefault(label.name, label)
+    return dropped
+
+
+def carried(uses: Iterable[LabelUse], dropped: Mapping[str, ReplicaLabel]) -> list[Diagnostic]:
+    """The alerts of the HA services (``uses``: the labels they set) that carry a label the
+    file drops (``dropped``: another spec's replica label, or one a custom alert or a label
+    of its own sets): an error at the alert, naming where the replica label is declared."""
     out: list[Diagnostic] = []
-    for service, _ in found:
-        for rule in _alerts(service):
-            for key, _ in rule.labels:
-                if key in dropped:
-                    where = dropped[key].origin.where()
-                    out.append(
-                        rule.origin.diagnostic(
-                            f"{rule.alert} carries the label {key!r}, which ha.replica_label "
-                            f"({where}) drops from every alert the replicas send: rename one"
-                        )
-                    )
+    for key, alert, origin in uses:
+        if key in dropped:
+            where = dropped[key].origin.where()
+            out.append(
+                origin.diagnostic(
+                    f"{alert} carries the label {key!r}, which ha.replica_label "
+                    f"({where}) drops from every alert the replicas send: rename one"
+                )
+            )
     return out
 
 
