@@ -124,15 +124,36 @@ def pytest_runtest_setup(item: pytest.Item) -> None:  # noqa: ARG001  # pytest's
     _STARTED.clear()  # before the test's fixtures, so a module fixture counts for its first test
 
 
+# The working directory pytest started in: every test must leave the process there.
+_SESSION_CWD = Path.cwd()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> object:  # noqa: ARG001
+    """A test whose fixtures left the process in another folder is an error (the next test
+    would read ``specs/`` and ``signals/`` from there), and the folder is restored."""
+    result = yield
+    now = Path.cwd()
+    if now != _SESSION_CWD:
+        os.chdir(_SESSION_CWD)
+        raise AssertionError(f"{item.nodeid} left the working directory at {now}")
+    return result
+
+
 @pytest.fixture(autouse=True)
-def _promql_errors_without_promtool(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _promql_errors_without_promtool(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test not marked ``slow`` gets the Python parser's PromQL messages: rulegen asks
     promtool for a parse error's position (``promql.syntax_error``), a process such a test
-    may not start; the slow tests see promtool's."""
-    if request.node.get_closest_marker("slow") is None:
-        monkeypatch.setattr(promql, "PROMTOOL_PARSE_ERRORS", False)
+    may not start; the slow tests see promtool's.
+
+    (A patch of its own, not the ``monkeypatch`` fixture: an autouse fixture that asks for
+    ``monkeypatch`` sets it up before every other fixture and so undoes it after them, and
+    a test's ``monkeypatch.chdir`` then moved the process back into ``in_tmp``'s folder
+    after ``in_tmp`` had left it: the next test ran in a dead test's folder.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.node.get_closest_marker("slow") is None:
+            patch.setattr(promql, "PROMTOOL_PARSE_ERRORS", False)
+        yield
 
 
 @pytest.hookimpl(wrapper=True)
